@@ -21,7 +21,7 @@ import { parseJsonOrUndefined, readTextIfExists, unwritableReason } from "../lib
 import { asRecord, isRecord } from "../lib/parsed.ts";
 import { printable, reportJson } from "../lib/neutralize.ts";
 import * as paths from "../lib/paths.ts";
-import { scrub } from "../lib/scrub.ts";
+import { scrub } from "../lib/redact.ts";
 import { commandName, COPY_FILES, invocationCwd } from "../lib/self.ts";
 import { VERSION } from "../lib/version.ts";
 import { type Places, readPlaces, rejectedFix, totals } from "./status.ts";

@@ -7,7 +7,7 @@ import { isOpen, readBreaker } from "../openviking/breaker.ts";
 import { createLogger } from "../lib/log.ts";
 import { type Env, orNoHome, processEnv, sharedStateDir } from "../lib/paths.ts";
 import { resolvePeer } from "../openviking/peer.ts";
-import { withoutUserinfo } from "../lib/scrub.ts";
+import { withoutUserinfo } from "../lib/redact.ts";
 import { Proxy, type ProxyOptions } from "../mcp/proxy.ts";
 import { toolCachePath } from "../mcp/tool-cache.ts";
 // @ts-types="@modelcontextprotocol/sdk/server/stdio"

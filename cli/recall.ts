@@ -13,7 +13,7 @@ import { pausedLine } from "../memory/prompt.ts";
 import { ago } from "./status.ts";
 import { workspaceDir } from "../lib/self.ts";
 import { resolvePeer } from "../openviking/peer.ts";
-import { scrub } from "../lib/scrub.ts";
+import { scrub } from "../lib/redact.ts";
 import { type Injection, injectionFor } from "../memory/recall.ts";
 import { Budget, clientOptions, createClient } from "../openviking/client.ts";
 import { recallQuery } from "../memory/query.ts";

@@ -28,7 +28,7 @@ import * as queues from "../openviking/queue.ts";
 import * as paths from "../lib/paths.ts";
 import { resolvePeer } from "../openviking/peer.ts";
 import { asRecord, isRecord, type JsonRecord, tolerant } from "../lib/parsed.ts";
-import { scrub } from "../lib/scrub.ts";
+import { scrub } from "../lib/redact.ts";
 import { readState, statePaths } from "../memory/state.ts";
 import { dueAt } from "../memory/idle-commit.ts";
 import { VERSION } from "../lib/version.ts";

@@ -77,7 +77,7 @@ import {
   pendingDir,
   sharedStateDir,
 } from "../lib/paths.ts";
-import { scrub } from "../lib/scrub.ts";
+import { scrub } from "../lib/redact.ts";
 import { commandName } from "../lib/self.ts";
 import { OWNED_MARK, SKILL_NAME, skillText, SYSTEM_PROMPT_TITLE } from "../memory/instructions.ts";
 import { refreshPromptFile } from "../memory/system-prompt.ts";

@@ -1,6 +1,6 @@
 /** The detached worker: the hook process hands its stdin to a new process of this program and exits. */
 
-import { type Env, processEnv } from "../lib/paths.ts";
+import { processEnv } from "../lib/paths.ts";
 import { selfInvocation } from "../lib/self.ts";
 
 /** Environment variable marking the detached worker process. */
@@ -25,23 +25,19 @@ async function spawnDetached(
 }
 
 /** Starts `openviking-kimi hook <event>` as a detached worker fed with `stdin`; false if it could not start. */
-export function spawnWorker(event: string, stdin: Uint8Array): Promise<boolean> {
-  return spawnDetached(["hook", event], stdin, { [WORKER_ENV]: "1" });
-}
+export const spawnWorker = (event: string, stdin: Uint8Array): Promise<boolean> =>
+  spawnDetached(["hook", event], stdin, { [WORKER_ENV]: "1" });
 
 /** Starts `openviking-kimi replay` detached: it reads no stdin, so it starts at once. */
-export function spawnReplay(): Promise<boolean> {
-  return spawnDetached(["replay"], new Uint8Array(), {});
-}
+export const spawnReplay = (): Promise<boolean> => spawnDetached(["replay"], new Uint8Array(), {});
 
-/** Whether the environment switches detaching off (then the full hook path runs and applies the gates). */
-function detachDisabled(env: Env): boolean {
-  return [env.OPENVIKING_MEMORY_ENABLED, env.OPENVIKING_AUTO_CAPTURE, env.OPENVIKING_WRITE_PATH_ASYNC]
-    .some((v) => v !== undefined && /^\s*(0|false|no|off)\s*$/i.test(v));
-}
-
-/** The parent of a detached event: hands `stdin` to a worker of `hook <event>`. */
+/**
+ * The parent of a detached event: hands `stdin` to a worker of `hook <event>`, unless this is the worker or the
+ * environment switches detaching off (then the full hook path runs and applies the gates).
+ */
 export async function handToWorker(event: string, stdin: Uint8Array): Promise<boolean> {
   const env = processEnv();
-  return env[WORKER_ENV] !== "1" && !detachDisabled(env) && await spawnWorker(event, stdin);
+  const off = [env.OPENVIKING_MEMORY_ENABLED, env.OPENVIKING_AUTO_CAPTURE, env.OPENVIKING_WRITE_PATH_ASYNC]
+    .some((v) => v !== undefined && /^\s*(0|false|no|off)\s*$/i.test(v));
+  return env[WORKER_ENV] !== "1" && !off && await spawnWorker(event, stdin);
 }

@@ -25,11 +25,8 @@ export function globMatches(glob: string, text: string): boolean {
 }
 
 /** Why a hook run is skipped, or "" when it goes ahead. */
-export function gateReason(
-  settings: { enabled: boolean; bypassSession: boolean; bypassSessionPatterns: string[] },
-  sessionId: string,
-  cwd: string,
-): string {
+type Gates = { enabled: boolean; bypassSession: boolean; bypassSessionPatterns: string[] };
+export function gateReason(settings: Gates, sessionId: string, cwd: string): string {
   if (!settings.enabled) return "disabled";
   if (settings.bypassSession) return "bypass-session";
   const hit = settings.bypassSessionPatterns.find((pattern) =>

@@ -1,21 +1,14 @@
 /** The hook table: one row per Kimi event, how the hook process runs it and how install registers it. */
 
 /**
- * What a hook run does besides its handler: `detached` — the parent only hands stdin to a detached worker
- * and exits (kimi/detach.ts); `stateful` — keeps state or uses the queue, so without a home it does nothing;
- * `captures` — sends what the capture state must record, so it stops when that state cannot be written;
- * `ledger` — what a run did goes into the session's ledger, for `status`.
+ * One hook event: Kimi's name, our CLI's (`hook <cli>`), Kimi's `matcher` and `timeout` (whole seconds), and
+ * what a run does besides its handler: `detached` — the parent only hands stdin to a detached worker and exits
+ * (kimi/detach.ts); `stateful` — keeps state or uses the queue, so without a home it does nothing; `captures` —
+ * sends what the capture state must record, so it stops when that state cannot be written; `ledger` — what a
+ * run did goes into the session's ledger, for `status`.
  */
-export type Trait = "detached" | "stateful" | "captures" | "ledger";
-
-/** One hook event: Kimi's name, our CLI's (`hook <cli>`), Kimi's `matcher` and `timeout` (whole seconds). */
-export interface HookSpec {
-  readonly event: string;
-  readonly cli: string;
-  readonly matcher?: string;
-  readonly timeout: number;
-  readonly traits: readonly Trait[];
-}
+type HookSpec = { event: string; cli: string; matcher?: string; timeout: number; traits: readonly Trait[] };
+type Trait = "detached" | "stateful" | "captures" | "ledger";
 
 /** Where a detached capture runs: a worker of its own, recording what it sent. */
 const WORKER = ["detached", "stateful", "captures", "ledger"] as const;
@@ -48,6 +41,5 @@ export const DETACHED_EVENTS: ReadonlySet<string> = new Set(
 );
 
 /** Whether a string names a handled event. */
-export function isHookEvent(name: string | undefined): name is HookEvent {
-  return (HOOK_EVENTS as readonly string[]).includes(name ?? "");
-}
+export const isHookEvent = (name: string | undefined): name is HookEvent =>
+  (HOOK_EVENTS as readonly string[]).includes(name ?? "");

@@ -1,6 +1,7 @@
 /** The hook input: Kimi Code's payload on stdin, read to the end, parsed once at the edge (unknown fields allowed). */
 
 import * as z from "zod/mini";
+import { parseJsonOrUndefined } from "../lib/fs.ts";
 import { isRecord, tolerant } from "../lib/parsed.ts";
 
 /** A content part (its text is read when it is a text part), and a prompt: a string or content parts. */
@@ -30,17 +31,11 @@ export function parseHookInput(
   bytes: Uint8Array,
 ): { ok: true; input: HookInput } | { ok: false; reason: string } {
   if (bytes.length === 0) return { ok: false, reason: "empty stdin" };
-  let value: unknown;
-  try {
-    value = JSON.parse(new TextDecoder().decode(bytes));
-  } catch {
-    return { ok: false, reason: `stdin is not JSON (${bytes.length} bytes)` };
-  }
-  if (!isRecord(value)) {
-    const kind = Array.isArray(value) ? "array" : typeof value;
-    return { ok: false, reason: `stdin is JSON but not an object (${kind})` };
-  }
-  return { ok: true, input: HookInputSchema.parse(value) }; // every field is tolerant: a record always parses
+  const value = parseJsonOrUndefined(new TextDecoder().decode(bytes));
+  if (value === undefined) return { ok: false, reason: `stdin is not JSON (${bytes.length} bytes)` };
+  if (isRecord(value)) return { ok: true, input: HookInputSchema.parse(value) }; // every field is tolerant
+  const kind = Array.isArray(value) ? "array" : typeof value;
+  return { ok: false, reason: `stdin is JSON but not an object (${kind})` };
 }
 
 /** Text of content parts (text parts only, joined by newlines), or a plain string prompt. */
@@ -52,11 +47,7 @@ export function partsText(input: unknown): string {
 }
 
 /** The prompt text of a payload: `prompt`, a string or content parts. */
-export function promptText(input: HookInput): string {
-  return partsText(input.prompt);
-}
+export const promptText = (input: HookInput): string => partsText(input.prompt);
 
 /** The host's session id (`session_id`), or "". */
-export function hostSessionId(input: HookInput): string {
-  return (input.session_id ?? "").trim();
-}
+export const hostSessionId = (input: HookInput): string => (input.session_id ?? "").trim();

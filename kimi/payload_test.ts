@@ -34,12 +34,8 @@ Deno.test("hook input: ids may be numbers; a string prompt; text parts joined", 
 });
 
 Deno.test("hook input: not an object → a reason, never a throw", () => {
-  for (
-    const [bytes, reason] of [["", "empty stdin"], ["[1]", "array"], ["7", "number"], [
-      "{x",
-      "not JSON",
-    ]] as const
-  ) {
+  const cases = [["", "empty stdin"], ["[1]", "array"], ["7", "number"], ["{x", "not JSON"]] as const;
+  for (const [bytes, reason] of cases) {
     const r = parseHookInput(new TextEncoder().encode(bytes));
     assertEquals(r.ok, false);
     if (!r.ok) assertEquals(r.reason.includes(reason), true, r.reason);

@@ -18,19 +18,17 @@ export function pluginRoot(env: Env): string | undefined {
 }
 
 /** MCP tool name prefix under which Kimi exposes our server in the mode `pluginRootDir` says. */
-export function mcpToolPrefix(pluginRootDir: string | undefined): string {
-  return pluginRootDir ? PLUGIN_TOOL_PREFIX : CONFIG_TOOL_PREFIX;
-}
+export const mcpToolPrefix = (pluginRootDir: string | undefined): string =>
+  pluginRootDir ? PLUGIN_TOOL_PREFIX : CONFIG_TOOL_PREFIX;
 
 /** The system-prompt file of the plugin this hook runs from, or undefined in config mode. */
 export function systemPromptFile(env: Env): string | undefined {
   const root = pluginRoot(env);
-  return root ? joinPath(root, SYSTEM_PROMPT_FILE) : undefined;
+  return root && joinPath(root, SYSTEM_PROMPT_FILE);
 }
 
 /** Whether the profile goes to the model through the plugin's system prompt (the file is there). */
 export async function systemPromptInUse(env: Env): Promise<boolean> {
   const file = systemPromptFile(env);
-  if (!file) return false;
-  return await Deno.stat(file).then((i) => i.isFile, () => false);
+  return file !== undefined && await Deno.stat(file).then((i) => i.isFile, () => false);
 }

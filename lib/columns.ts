@@ -13,17 +13,7 @@ const WIDE =
 const ZERO_WIDTH = /^[\p{M}\u200b-\u200d]$/u;
 
 /** Terminal columns of one character (one code point): 0, 1 or 2. */
-export function charColumns(char: string): number {
-  if (ZERO_WIDTH.test(char)) return 0;
-  return WIDE.test(char) ? 2 : 1;
-}
-
-/** Terminal columns of one line of text. */
-export function textColumns(text: string): number {
-  let n = 0;
-  for (const char of text) n += charColumns(char);
-  return n;
-}
+export const charColumns = (char: string): number => ZERO_WIDTH.test(char) ? 0 : WIDE.test(char) ? 2 : 1;
 
 /** The code units of `text`'s longest head weighing ≤ `max` (in columns, else by `weight`), and its weight. */
 export function headWithin(text: string, max: number, weight = charColumns) {
@@ -36,6 +26,9 @@ export function headWithin(text: string, max: number, weight = charColumns) {
   }
   return { units, used };
 }
+
+/** Terminal columns of one line of text. */
+export const textColumns = (text: string): number => headWithin(text, Infinity).used;
 
 /** How many UTF-16 code units of `text` fit in `width` terminal columns. */
 export const unitsWithin = (text: string, width: number): number => headWithin(text, width).units;

@@ -14,45 +14,26 @@ export function settled<T>(op: () => T): Promise<T> {
 }
 
 /** Creates a directory (and parents) private to the user; tightens an existing one to 0700. */
-export function ensurePrivateDir(path: string): Promise<void> {
-  return settled(() => ensurePrivateDirSync(path));
-}
-
 function ensurePrivateDirSync(path: string): void {
   Deno.mkdirSync(path, { recursive: true, mode: 0o700 });
   if (!isWindows) Deno.chmodSync(path, 0o700);
 }
 
-/** A unique sibling name for a temporary file: `<path>.<pid>.<id>.tmp`. */
-function tempSibling(path: string): string {
-  return `${path}.${Deno.pid}.${crypto.randomUUID().slice(0, 8)}.tmp`;
-}
+/** {@link ensurePrivateDirSync} as a promise. */
+export const ensurePrivateDir = (path: string): Promise<void> => settled(() => ensurePrivateDirSync(path));
 
-/** Options of an atomic write. */
-interface WriteOptions {
-  /** File mode (default 0600). */
-  mode?: number;
-  /** Create the parent directory 0700 first (default true). */
-  privateDir?: boolean;
-  /** Sync the data before the rename and the directory after it, so a power loss cannot tear or undo it. */
-  durable?: boolean;
-}
+/** A unique sibling name for a temporary file: `<path>.<pid>.<id>.tmp`. */
+const tempSibling = (path: string) => `${path}.${Deno.pid}.${crypto.randomUUID().slice(0, 8)}.tmp`;
+
+/**
+ * An atomic write's mode (default 0600); `privateDir: false` leaves the parent as it is (else made 0700);
+ * `durable` syncs the data before the rename and the directory after it, so a power loss cannot tear or undo it.
+ */
+type WriteOptions = { mode?: number; privateDir?: boolean; durable?: boolean };
+type Data = string | Uint8Array;
 
 /** Writes a file so readers see the old or the new content, never a torn one (temp + rename). */
-export function writeFileAtomic(
-  path: string,
-  data: string | Uint8Array,
-  options: WriteOptions = {},
-): Promise<void> {
-  return settled(() => writeFileAtomicSync(path, data, options));
-}
-
-/** {@link writeFileAtomic}, synchronously. */
-export function writeFileAtomicSync(
-  path: string,
-  data: string | Uint8Array,
-  options: WriteOptions = {},
-): void {
+export function writeFileAtomicSync(path: string, data: Data, options: WriteOptions = {}): void {
   if (options.privateDir !== false) ensurePrivateDirSync(dirName(path));
   const tmp = tempSibling(path);
   try {
@@ -63,24 +44,22 @@ export function writeFileAtomicSync(
     throw error;
   }
   if (options.durable && !isWindows) {
-    const dir = Deno.openSync(dirName(path), { read: true });
-    try {
-      dir.syncSync();
-    } finally {
-      dir.close();
-    }
+    using dir = Deno.openSync(dirName(path), { read: true });
+    dir.syncSync();
   }
 }
 
+/** {@link writeFileAtomicSync} as a promise. */
+export const writeFileAtomic = (path: string, data: Data, options?: WriteOptions): Promise<void> =>
+  settled(() => writeFileAtomicSync(path, data, options));
+
 /** Creates `path` (never over a file) with `data` whole and `mode`; synced to disk when `durable`. */
-function writeNew(path: string, data: string | Uint8Array, mode: number, durable = false): void {
-  const file = Deno.openSync(path, { write: true, createNew: true, mode });
-  try {
+function writeNew(path: string, data: Data, mode: number, durable = false): void {
+  {
+    using file = Deno.openSync(path, { write: true, createNew: true, mode });
     const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
     for (let written = 0; written < bytes.length;) written += file.writeSync(bytes.subarray(written));
     if (durable) file.syncSync();
-  } finally {
-    file.close();
   }
   if (!isWindows) Deno.chmodSync(path, mode);
 }
@@ -90,19 +69,19 @@ function writeNew(path: string, data: string | Uint8Array, mode: number, durable
  * Undefined when the path was replaced while it was opened: open it again.
  */
 export function openAppendSync(path: string, mode = 0o600): Deno.FsFile | undefined {
-  const ours = (i: Deno.FileInfo) => i.isFile && i.uid === Deno.statSync(dirName(path)).uid;
-  const before = settledSync(() => Deno.lstatSync(path));
-  if (before && !ours(before)) throw new Error(`${path} is not a regular file of ours; not writing to it`);
+  const notOurs = (i?: Deno.FileInfo) => i && !(i.isFile && i.uid === Deno.statSync(dirName(path)).uid);
+  const refuse = () => new Error(`${path} is not a regular file of ours; not writing to it`);
+  if (notOurs(ifExists(() => Deno.lstatSync(path)))) throw refuse();
   const file = Deno.openSync(path, { append: true, create: true, mode });
-  const [held, now] = [file.statSync(), settledSync(() => Deno.lstatSync(path))];
-  if (now && ours(now) && held.ino === now.ino && held.dev === now.dev) return file;
+  const [held, now] = [file.statSync(), ifExists(() => Deno.lstatSync(path))];
+  if (now && !notOurs(now) && held.ino === now.ino && held.dev === now.dev) return file;
   file.close(); // the path was swapped while it was opened
-  if (now && !ours(now)) throw new Error(`${path} is not a regular file of ours; not writing to it`);
+  if (notOurs(now)) throw refuse();
   return undefined;
 }
 
 /** A synchronous call's result; `undefined` when it throws "not found" (other errors propagate). */
-function settledSync<T>(op: () => T): T | undefined {
+function ifExists<T>(op: () => T): T | undefined {
   try {
     return op();
   } catch (error) {
@@ -139,7 +118,7 @@ export const SMALL_FILE_MAX_BYTES = 1 << 20;
  * non-regular file (never opened: it can block) or one over `maxBytes`.
  */
 export function readRegularTextSync(path: string, maxBytes = Infinity): string | undefined {
-  const info = settledSync(() => Deno.statSync(path));
+  const info = ifExists(() => Deno.statSync(path));
   if (!info) return undefined;
   if (!info.isFile) throw new Error("not a regular file (a FIFO, device or directory is never read)");
   if (info.size > maxBytes) throw new Error(`larger than ${maxBytes} bytes; not read`);
@@ -147,9 +126,8 @@ export function readRegularTextSync(path: string, maxBytes = Infinity): string |
 }
 
 /** {@link readRegularTextSync} as a promise. */
-export function readTextIfExists(path: string, maxBytes = Infinity): Promise<string | undefined> {
-  return settled(() => readRegularTextSync(path, maxBytes));
-}
+export const readTextIfExists = (path: string, maxBytes = Infinity): Promise<string | undefined> =>
+  settled(() => readRegularTextSync(path, maxBytes));
 
 /** Parses JSON, returning `undefined` instead of throwing. */
 export function parseJsonOrUndefined(text: string | undefined): unknown {
@@ -161,38 +139,28 @@ export function parseJsonOrUndefined(text: string | undefined): unknown {
 }
 
 /** The JSON value of the small file at `path`; undefined when it is missing, unreadable, too big or not JSON. */
-export function readJson(path: string): Promise<unknown> {
-  return readTextIfExists(path, SMALL_FILE_MAX_BYTES).then(parseJsonOrUndefined, () => undefined);
-}
+export const readJson = (path: string): Promise<unknown> =>
+  readTextIfExists(path, SMALL_FILE_MAX_BYTES).then(parseJsonOrUndefined, () => undefined);
 
 /** The entries of directory `dir`; none when it does not exist (other errors are thrown). */
-export async function listDir(dir: string): Promise<Deno.DirEntry[]> {
-  try {
-    return await Array.fromAsync(Deno.readDir(dir));
-  } catch (error) {
-    if (isNotFound(error)) return [];
-    throw error;
-  }
+export function listDir(dir: string): Promise<Deno.DirEntry[]> {
+  return Array.fromAsync(Deno.readDir(dir)).catch((error) => isNotFound(error) ? [] : Promise.reject(error));
 }
 
 /** Whether an error is "file exists". */
-export function isAlreadyExists(error: unknown): boolean {
-  return error instanceof Deno.errors.AlreadyExists;
-}
+export const isAlreadyExists = (error: unknown): boolean => error instanceof Deno.errors.AlreadyExists;
 
 /** Whether an error is "not found". */
-export function isNotFound(error: unknown): boolean {
-  return error instanceof Deno.errors.NotFound;
-}
+export const isNotFound = (error: unknown): boolean => error instanceof Deno.errors.NotFound;
 
 /** Whether process `pid` is certainly gone (a harmless SIGCONT answers "no such process"). */
 function isProcessGone(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0 || pid === Deno.pid || isWindows) return false;
+  if (pid <= 0 || pid === Deno.pid || isWindows) return false;
   try {
     Deno.kill(pid, "SIGCONT");
     return false;
   } catch (error) {
-    return error instanceof Deno.errors.NotFound;
+    return isNotFound(error);
   }
 }
 
@@ -201,8 +169,8 @@ export async function removeAbandonedTemps(dir: string): Promise<number> {
   let removed = 0;
   for (const e of await listDir(dir).catch(() => [])) {
     if (!e.isFile || !e.name.endsWith(".tmp")) continue;
-    const path = joinPath(dir, e.name);
     const writer = /\.(\d+)\.[0-9a-f]{8}\.tmp$/.exec(e.name);
+    const path = joinPath(dir, e.name);
     const gone = writer !== null && isProcessGone(Number(writer[1]));
     const mtime = gone ? 0 : (await Deno.stat(path).catch(() => undefined))?.mtime?.getTime();
     if (gone || (mtime && Date.now() - mtime > 3600_000)) {

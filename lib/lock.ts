@@ -46,21 +46,16 @@ export async function withLock<T>(
   fn: () => Promise<T>,
   options: LockOptions = {},
 ): Promise<LockResult<T>> {
-  const deadline = Date.now() + (options.waitMs ?? 5_000);
-  const pollMs = options.pollMs ?? 50;
+  const [deadline, pollMs] = [Date.now() + (options.waitMs ?? 5_000), options.pollMs ?? 50];
   for (;;) {
-    const file = await openLockFile(lockPath);
-    try {
-      if (file.tryLockSync(true)) {
-        if (!stillAtPath(file, lockPath)) continue;
-        try {
-          return { acquired: true, value: await fn() };
-        } finally {
-          removeQuietly(lockPath); // still held: whoever opens the path next makes a new one
-        }
+    using file = await openLockFile(lockPath); // its close releases the lock
+    if (file.tryLockSync(true)) {
+      if (!stillAtPath(file, lockPath)) continue;
+      try {
+        return { acquired: true, value: await fn() };
+      } finally {
+        removeQuietly(lockPath); // still held: whoever opens the path next makes a new one
       }
-    } finally {
-      file.close(); // releases the lock
     }
     if (Date.now() >= deadline) return { acquired: false };
     await new Promise((r) => setTimeout(r, Math.min(pollMs, Math.max(1, deadline - Date.now()))));

@@ -2,7 +2,7 @@
 
 import { ensurePrivateDir, openAppendSync, settled } from "./fs.ts";
 import { dirName } from "./paths.ts";
-import { scrub } from "./scrub.ts";
+import { scrub } from "./redact.ts";
 
 /** A stage logger bound to one command run. */
 export interface Logger {
@@ -17,13 +17,8 @@ export const silentLogger: Logger = { stage() {}, flush: () => Promise.resolve()
 
 /** Appends `line` to the file at `path` in one write (a link or a file not ours is refused). */
 function appendLine(path: string, line: string): void {
-  const file = openAppendSync(path);
-  if (!file) return; // replaced while opened: this one line is not worth a retry
-  try {
-    file.writeSync(new TextEncoder().encode(line));
-  } finally {
-    file.close();
-  }
+  using file = openAppendSync(path); // undefined when replaced while opened: one line is not worth a retry
+  file?.writeSync(new TextEncoder().encode(line));
 }
 
 /** Creates a logger appending to `path` when `enabled`; `secrets` are masked wherever they appear. */

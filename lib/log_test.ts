@@ -2,7 +2,7 @@ import { assertEquals, assertTrue } from "../tests/support/assert.ts";
 import { tempDir } from "../tests/support/temp.ts";
 import { CREDENTIALS } from "../tests/support/credentials.ts";
 import { createLogger } from "./log.ts";
-import { scrub } from "./scrub.ts";
+import { scrub } from "./redact.ts";
 
 Deno.test("scrub masks secret fields and the key wherever it appears", () => {
   const out = scrub({

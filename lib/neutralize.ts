@@ -1,4 +1,7 @@
-/** The one gate between untrusted text and what a hook prints: printable text only, nothing that reads as markup. */
+/**
+ * The one gate between untrusted text and what a hook prints: printable text only, nothing that reads as markup;
+ * and what the prompt hook prints: blocks of {@link SafeText}, a blank line apart, within {@link PRINT_MAX_CHARS}.
+ */
 
 /** Escape sequences, removed whole: CSI, OSC/DCS/SOS/PM/APC (to their end, else the next control), 8-bit forms. */
 const ESCAPE_SEQUENCE =
@@ -14,14 +17,8 @@ const LINE_BREAK = /\r\n?|[\x85\u2028\u2029]/g;
  * after an emoji (`❤️`), an ideographic variation selector after a Han character (a name's glyph), a free
  * variation selector after a Mongolian letter. A run of selectors can spell a hidden text; one picks a form.
  */
-const INVISIBLE = new RegExp(
-  String
-    .raw`(?![\t\n\u200c\u200d])(?:(?<!\p{Emoji})[\ufe0e\ufe0f]|(?<!\p{Ideographic})[\u{e0100}-\u{e01ef}]|` +
-    String
-      .raw`(?<!\p{sc=Mongolian})[\u180b-\u180d\u180f]|(?![\ufe0e\ufe0f\u{e0100}-\u{e01ef}\u180b-\u180d\u180f])` +
-    String.raw`[\p{Cc}\p{Cf}\p{DI}])`,
-  "gu",
-);
+const INVISIBLE =
+  /(?![\t\n\u200c\u200d])(?:(?<!\p{Emoji})[\ufe0e\ufe0f]|(?<!\p{Ideographic})[\u{e0100}-\u{e01ef}]|(?<!\p{sc=Mongolian})[\u180b-\u180d\u180f]|(?![\ufe0e\ufe0f\u{e0100}-\u{e01ef}\u180b-\u180d\u180f])[\p{Cc}\p{Cf}\p{DI}])/gu;
 
 /** A `<` (or fullwidth `＜`, small `﹤`) that starts something tag-like (joiners and marks in between do not
  * hide it), or ends the text. */
@@ -113,11 +110,7 @@ export function cutText(text: string, max: number, mark = "…", at: "word" | "l
   if (text.length <= max) return text;
   const room = Math.max(0, max - mark.length);
   let end = at === "word" ? wordEnd(text, room) : at === "line" ? text.lastIndexOf("\n", room) : 0;
-  if (end < room / 2) {
-    end = room;
-    const code = text.charCodeAt(end - 1);
-    if (code >= 0xd800 && code <= 0xdbff) end--;
-  }
+  if (end < room / 2) end = /[\ud800-\udbff]/.test(text[room - 1] ?? "") ? room - 1 : room; // whole pairs
   const kept = text.slice(0, end).replace(/[<\uff1c\ufe64]$/, "").trimEnd();
   return kept.length + mark.length <= max ? kept + mark : kept;
 }
@@ -146,4 +139,35 @@ export function reportJson(value: unknown, indent?: number): string {
       ? Object.fromEntries(Object.entries(v).map(([k, x]) => [printable(k), clean(x)]))
       : v;
   return terminalJson(clean(value), indent);
+}
+
+/** Hard cap on the prompt hook's stdout, in UTF-16 code units, whatever the format. */
+export const PRINT_MAX_CHARS = 32_000;
+
+/** One printed block: our opening marker, a body, our closing marker (each on its own line). */
+export type Block = { open: SafeText; body: SafeText; close: SafeText };
+
+const [NL, GAP, TRUNCATED] = [safe`\n`, safe`\n\n`, safe`\n[truncated]`];
+
+/** Splits `room` over `sizes`: each gets what it needs, the rest shared equally among the larger ones. */
+function shares(sizes: readonly number[], room: number): number[] {
+  const out = sizes.map(() => 0);
+  let left = Math.max(0, room);
+  const order = sizes.map((_, i) => i).sort((a, b) => sizes[a] - sizes[b]);
+  order.forEach((i, k) => {
+    out[i] = Math.min(sizes[i], Math.floor(left / (order.length - k)));
+    left -= out[i];
+  });
+  return out;
+}
+
+/** The hook's stdout for `blocks`: blank-line separated, newline-terminated, at most `max` code units. */
+export function printBlocks(blocks: readonly Block[], max = PRINT_MAX_CHARS): string {
+  if (!blocks.length) return "";
+  const frame = blocks.reduce((n, b) => n + b.open.length + b.close.length + 2, 0) + 2 * (blocks.length - 1) +
+    1;
+  const room = shares(blocks.map((b) => b.body.length), max - frame);
+  const fitted = blocks.map((b, i) => ({ ...b, body: cut(b.body, room[i], TRUNCATED) }));
+  const out = `${SafeText.join(fitted.map((b) => SafeText.join([b.open, b.body, b.close], NL)), GAP).text}\n`;
+  return out.length <= max ? out : "";
 }

@@ -6,9 +6,7 @@ import { sha256Hex } from "./hash.ts";
 export type Env = Readonly<Record<string, string | undefined>>;
 
 /** Snapshot of the process environment. */
-export function processEnv(): Env {
-  return Deno.env.toObject();
-}
+export const processEnv = (): Env => Deno.env.toObject();
 
 /** Thrown for a location that needs the home directory when there is none. */
 export class NoHomeError extends Error {
@@ -22,9 +20,8 @@ export class NoHomeError extends Error {
 }
 
 /** Whether a path is absolute on POSIX or Windows. */
-export function isAbsolutePath(path: string): boolean {
-  return path.startsWith("/") || /^[A-Za-z]:[\\/]/.test(path) || path.startsWith("\\\\");
-}
+export const isAbsolutePath = (path: string): boolean =>
+  path.startsWith("/") || /^[A-Za-z]:[\\/]/.test(path) || path.startsWith("\\\\");
 
 /** `HOME` (or `USERPROFILE`) when absolute, else "". */
 function homeDir(env: Env): string {
@@ -33,9 +30,8 @@ function homeDir(env: Env): string {
 }
 
 /** Joins path segments with "/" and collapses duplicate separators (Windows accepts "/" too). */
-export function joinPath(...parts: string[]): string {
-  return parts.filter((p) => p !== "").join("/").replace(/(?<!^)\/{2,}/g, "/");
-}
+export const joinPath = (...parts: string[]): string =>
+  parts.filter((p) => p !== "").join("/").replace(/(?<!^)\/{2,}/g, "/");
 
 /** Parent directory of a path ("" for a bare name). */
 export function dirName(path: string): string {
@@ -43,11 +39,11 @@ export function dirName(path: string): string {
   return i <= 0 ? (i === 0 ? "/" : "") : path.slice(0, i);
 }
 
-/** Expands a leading `~` against the home directory; {@link NoHomeError} when there is none. */
-export function expandHome(path: string, env: Env): string {
+/** Expands a leading `~` against the home directory; {@link NoHomeError} (there is no place for `what`) without one. */
+export function expandHome(path: string, env: Env, what = path): string {
   if (path !== "~" && !path.startsWith("~/") && !path.startsWith("~\\")) return path;
   const home = homeDir(env);
-  if (!home) throw new NoHomeError(path);
+  if (!home) throw new NoHomeError(what);
   return path === "~" ? home : joinPath(home, path.slice(2));
 }
 
@@ -57,24 +53,19 @@ export function absoluteOverride(value: string | undefined, env: Env): string | 
   return path && isAbsolutePath(path) ? path : undefined;
 }
 
-/** `<home>/<name>`, or {@link NoHomeError}. */
-function underHome(env: Env, name: string, what: string): string {
-  const home = homeDir(env);
-  if (!home) throw new NoHomeError(what);
-  return joinPath(home, name);
-}
+const OV_FILES = "OpenViking's files (~/.openviking)";
 
 /** OpenViking's home: `$OPENVIKING_HOME`, else `~/.openviking`. */
 export function openVikingHome(env: Env): string {
   return absoluteOverride(env.OPENVIKING_HOME, env) ??
-    underHome(env, ".openviking", "OpenViking's files (~/.openviking)");
+    expandHome("~/.openviking", env, OV_FILES);
 }
 
 /** Kimi Code's home: `explicit`, else `$KIMI_CODE_HOME`, else `~/.kimi-code`. */
 export function kimiHome(env: Env, explicit?: string): string {
   if (explicit) return expandHome(explicit, env);
   return absoluteOverride(env.KIMI_CODE_HOME, env) ??
-    underHome(env, ".kimi-code", "Kimi Code's home (~/.kimi-code)");
+    expandHome("~/.kimi-code", env, "Kimi Code's home (~/.kimi-code)");
 }
 
 /** Per-session hook state: `$OPENVIKING_HOOK_STATE_DIR/kimicode`, else `~/.openviking/hook-state/kimicode`. */
@@ -112,7 +103,7 @@ export function integrationDir(env: Env): string {
 
 /** Where install puts the `openviking-kimi` command: `$OPENVIKING_KIMI_BIN_DIR`, else `~/.local/bin`. */
 export function commandDir(env: Env): string {
-  return absoluteOverride(env.OPENVIKING_KIMI_BIN_DIR, env) ?? underHome(env, ".local/bin", "the command");
+  return absoluteOverride(env.OPENVIKING_KIMI_BIN_DIR, env) ?? expandHome("~/.local/bin", env, "the command");
 }
 
 /** The local ledger of what hook runs did (`status`). */
@@ -131,15 +122,8 @@ export function orNoHome<T>(location: () => T): T | undefined {
 }
 
 /** Why OpenViking's home cannot be resolved ("" when it can). */
-export function noHomeReason(env: Env): string {
-  try {
-    openVikingHome(env);
-    return "";
-  } catch (error) {
-    if (error instanceof NoHomeError) return error.message;
-    throw error;
-  }
-}
+export const noHomeReason = (env: Env): string =>
+  orNoHome(() => openVikingHome(env) && "") ?? new NoHomeError(OV_FILES).message;
 
 const OVERRIDES = (
   "OPENVIKING_HOME OPENVIKING_HOOK_STATE_DIR OPENVIKING_PENDING_DIR OPENVIKING_STATE_DIR " +

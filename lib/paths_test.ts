@@ -41,10 +41,8 @@ Deno.test("paths: absolute overrides work without HOME; relative ones are ignore
     OPENVIKING_PENDING_DIR: "queue",
     OPENVIKING_HOOK_STATE_DIR: "/state",
   };
-  assertEquals(
-    LOCATIONS.map(([, where]) => where(env)),
-    ["/ov", "/kimi", "/state/kimicode", "/ov/pending", "/ov/state"],
-  );
+  const want = ["/ov", "/kimi", "/state/kimicode", "/ov/pending", "/ov/state"];
+  assertEquals(LOCATIONS.map(([, where]) => where(env)), want);
   assertEquals(noHomeReason(env), "");
   assertThrows(() => pendingDir({ OPENVIKING_PENDING_DIR: "queue" }), NoHomeError);
   assertEquals(pendingDir({ HOME: "/h", OPENVIKING_PENDING_DIR: "queue" }), "/h/.openviking/pending");
@@ -63,15 +61,9 @@ Deno.test("paths (property): any environment gives an absolute path or NoHomeErr
     fc.constantFrom("", "~", "~/x", "/abs", "/", "rel", "./rel", "../up", "C:\\Users\\u", ".openviking"),
     fc.string({ maxLength: 12 }),
   );
-  const envArb = fc.record({
-    HOME: value,
-    USERPROFILE: value,
-    OPENVIKING_HOME: value,
-    OPENVIKING_HOOK_STATE_DIR: value,
-    OPENVIKING_PENDING_DIR: value,
-    OPENVIKING_STATE_DIR: value,
-    KIMI_CODE_HOME: value,
-  });
+  const names = "HOME USERPROFILE OPENVIKING_HOME OPENVIKING_HOOK_STATE_DIR OPENVIKING_PENDING_DIR " +
+    "OPENVIKING_STATE_DIR KIMI_CODE_HOME";
+  const envArb = fc.record(Object.fromEntries(names.split(" ").map((n) => [n, value])));
   fc.assert(
     fc.property(envArb, (env) => {
       for (const [name, where] of LOCATIONS) {

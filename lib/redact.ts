@@ -1,4 +1,7 @@
-/** Redaction before text leaves the machine or lands on disk: `<private>` spans and credentials, each rule linear. */
+/**
+ * Redaction before text leaves the machine or lands on disk: `<private>` spans and credentials, each rule linear;
+ * and the scrub of everything we show or write (given secrets, every credential shape, secret-named fields).
+ */
 
 /** Placeholder that replaces a secret. */
 export const REDACTED = "[REDACTED]";
@@ -533,11 +536,9 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   assignment: (text, hide = plain) => redactAssignments(text, hide),
 };
 
-/** Replaces every credential with `[REDACTED]` (the log, doctor and error texts use this too: scrub.ts). */
+/** Replaces every credential with `[REDACTED]` (the log, doctor and error texts use this too: scrubText). */
 export function redactCredentials(text: string, hide: Hide = plain): string {
-  let out = text;
-  for (const rule of Object.values(CREDENTIAL_RULES)) out = rule(out, hide);
-  return out;
+  return Object.values(CREDENTIAL_RULES).reduce((out, rule) => rule(out, hide), text);
 }
 
 /** The shortest secret learned for {@link redact}'s `seen`: shorter ones are too likely ordinary words. */
@@ -555,13 +556,7 @@ function learnable(secret: string): string {
  * as one: one pass over `text`, the secrets looked up by their first characters (as strings: no size limits them).
  */
 function redactSeen(text: string, seen: ReadonlySet<string>): string {
-  const byHead = new Map<string, string[]>();
-  for (const s of seen) {
-    const head = s.slice(0, MIN_LEARNED);
-    const bucket = byHead.get(head);
-    if (bucket) bucket.push(s);
-    else byHead.set(head, [s]);
-  }
+  const byHead = Map.groupBy(seen, (s) => s.slice(0, MIN_LEARNED));
   const word = (c: string | undefined) => c !== undefined && /\w/.test(c);
   const bare = (s: string, at: number) =>
     text.startsWith(s, at) && !(word(s[0]) && word(text[at - 1])) &&
@@ -590,4 +585,32 @@ export function redact(text: string, seen?: Set<string>): string {
   };
   const out = redactCredentials(stripPrivate(text, seen ? learn : plain), seen ? learn : plain);
   return seen ? redactSeen(out, seen) : out;
+}
+
+/** The `user:password@` of an address: after `//`, up to the last `@` before the path (a password may hold one). */
+const USERINFO = /\/\/[^/?#\s"'<>]*@/g;
+
+/** A URL — or any text naming URLs — with every `user:password@` removed (for messages and logs). */
+export const withoutUserinfo = (text: string): string => text.replace(USERINFO, "//");
+
+/** Text with every secret masked: the given ones, every credential, bearer tokens and URL userinfo. */
+export function scrubText(text: string, secrets: readonly string[] = []): string {
+  const s = secrets.filter((x) => x.length >= 4).reduce((t, x) => t.replaceAll(x, "***"), text);
+  return withoutUserinfo(redactCredentials(s).replace(/\b(Bearer)\s+[^\s"',;]+/gi, "$1 ***"));
+}
+
+const SECRET_KEY =
+  /^(api[_-]?key|apikey|token|access[_-]?token|secret|password|authorization|bearer|credentials?)$/i;
+
+/** Deep copy of `value` with secret-looking fields and any of `secrets` masked. */
+export function scrub(value: unknown, secrets: readonly string[] = [], depth = 0): unknown {
+  if (typeof value === "string") return scrubText(value, secrets);
+  if (value === null || typeof value !== "object" || depth > 8) return value;
+  if (value instanceof Error) return { name: value.name, message: scrub(value.message, secrets, depth + 1) };
+  if (Array.isArray(value)) return value.map((v) => scrub(v, secrets, depth + 1));
+  const masked = (k: string, v: unknown) =>
+    SECRET_KEY.test(k) && v !== undefined && v !== "" && typeof v !== "boolean";
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [k, masked(k, v) ? "***" : scrub(v, secrets, depth + 1)]),
+  );
 }

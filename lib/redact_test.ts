@@ -3,6 +3,10 @@ import { CREDENTIALS, NOT_SECRETS } from "../tests/support/credentials.ts";
 import { assertLinear, mb } from "../tests/support/linear.ts";
 import { CREDENTIAL_RULES, redact, REDACTED } from "./redact.ts";
 
+/** A case: its text with each secret marked `«…»`, then the text and what redaction must make of it. */
+const marked = (c: string | [string, string]): [string, string] =>
+  typeof c === "string" ? [c.replace(/[«»]/g, ""), c.replace(/«[^»]*»/g, REDACTED)] : c;
+
 Deno.test("redact: <private> spans go, even unclosed", () => {
   assertEquals(redact("keep <private>my ssn 123</private> this"), "keep  this");
   assertEquals(redact("a <PRIVATE note=1>x\ny</Private> b"), "a  b");
@@ -10,24 +14,24 @@ Deno.test("redact: <private> spans go, even unclosed", () => {
 });
 
 Deno.test("redact: obvious credentials", () => {
-  const cases: [string, string][] = [
-    ["key sk-abcdefghijklmnopqrstuv12 end", `key ${REDACTED} end`],
-    ["sk-ant-api03-abcdefghijklmnopqrstuvwx", REDACTED],
-    ["aws AKIAIOSFODNN7EXAMPLE here", `aws ${REDACTED} here`],
-    ["ghp_abcdefghijklmnopqrstuvwxyz0123456789", REDACTED],
-    ["github_pat_11ABCDEFG0123456789_abcdefghijklmnop", REDACTED],
-    ["xoxb-1234567890-abcdefghij", REDACTED],
-    ["Authorization: Bearer eyJhbGciOi.abc.def", `Authorization: Bearer ${REDACTED}`],
-    ["use password=hunter2 and more", `use password=${REDACTED} and more`],
-    ["password=hunter2 and more", `password=${REDACTED}`], // a line of its own is a .env line, whatever the case
-    ['{"token": "abc123xyz"}', `{"token": ${REDACTED}}`],
-    ["secret='s3cr3t'", `secret=${REDACTED}`],
-    ["DB_PASSWORD=p@ss word", `DB_PASSWORD=${REDACTED}`],
-    ["export GITHUB_TOKEN=abc", `export GITHUB_TOKEN=${REDACTED}`],
-    ["-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----", REDACTED],
-    ["-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blb", REDACTED],
+  const cases: (string | [string, string])[] = [
+    "key «sk-abcdefghijklmnopqrstuv12» end",
+    "«sk-ant-api03-abcdefghijklmnopqrstuvwx»",
+    "aws «AKIAIOSFODNN7EXAMPLE» here",
+    "«ghp_abcdefghijklmnopqrstuvwxyz0123456789»",
+    "«github_pat_11ABCDEFG0123456789_abcdefghijklmnop»",
+    "«xoxb-1234567890-abcdefghij»",
+    "Authorization: Bearer «eyJhbGciOi.abc.def»",
+    "use password=«hunter2» and more",
+    "password=«hunter2 and more»", // a line of its own is a .env line, whatever the case
+    '{"token": «"abc123xyz"»}',
+    "secret=«'s3cr3t'»",
+    "DB_PASSWORD=«p@ss word»",
+    "export GITHUB_TOKEN=«abc»",
+    "«-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----»",
+    "«-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blb»",
   ];
-  for (const [input, expected] of cases) assertEquals(redact(input), expected, input);
+  for (const [input, expected] of cases.map(marked)) assertEquals(redact(input), expected, input);
 });
 
 /**
@@ -91,17 +95,14 @@ Deno.test("redact: .env lines, also CRLF and after blank lines; a value on the n
 });
 
 Deno.test("redact: an unclosed private key block is redacted to the end; an unended <private> hides the rest", () => {
-  const cases: [string, string][] = [
-    ["a\n-----BEGIN EC PRIVATE KEY-----\nMHcC\n-----END RSA PRIVATE KEY-----\nz", `a\n${REDACTED}`],
-    [
-      "k -----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY----- and -----BEGIN PRIVATE KEY-----\ny",
-      `k ${REDACTED} and ${REDACTED}`,
-    ],
+  const cases: (string | [string, string])[] = [
+    "a\n«-----BEGIN EC PRIVATE KEY-----\nMHcC\n-----END RSA PRIVATE KEY-----\nz»",
+    "k «-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----» and «-----BEGIN PRIVATE KEY-----\ny»",
     ["x <private>a</private> y <private>b", "x  y "],
     ["x <private <b>hidden</b> and all after", "x "],
     ["a mention of <private with no end", "a mention of <private with no end"],
   ];
-  for (const [input, expected] of cases) assertEquals(redact(input), expected, input);
+  for (const [input, expected] of cases.map(marked)) assertEquals(redact(input), expected, input);
 });
 
 Deno.test("redact: every rule is linear — 1 MB of its worst case in well under a second each", () => {
@@ -241,48 +242,36 @@ Deno.test("redact: an invisible character inside an ASCII word is dropped, so no
 });
 
 Deno.test("redact: a password a sentence gives without quotes, and mysql's -p<password>, go; prose stays", () => {
-  const cases: [string, string][] = [
-    ["my password is hunter2", `my password is ${REDACTED}`],
-    ["the password is: correcthorsebatterystaple", `the password is: ${REDACTED}`],
-    ["mysql -u root -pMyS3cretPw db", `mysql -u root -p${REDACTED} db`],
-    [
-      "mysqldump -h db -u app -p'Tr0ub4dor&3' shop > shop.sql",
-      `mysqldump -h db -u app -p${REDACTED} shop > shop.sql`,
-    ],
-    ["unlock it with passphrase Tr0ub4dor&3 please", `unlock it with passphrase ${REDACTED} please`],
-    ["my api key is 7f3a9b2c4d5e6f708192a3b4c5d6e7f8.", `my api key is ${REDACTED}.`],
-    ["Passwort: Sommer2024!Blau", `Passwort: ${REDACTED}`],
-    ["мой пароль от сервера Qwerty2024!Zima, почему?", `мой пароль от сервера ${REDACTED}, почему?`],
-    ["'Authorization: Token token=\"Rails7TokenAbc123\"'", `'Authorization: Token ${REDACTED}'`],
-    ['Authorization: Digest username="me", response="6629fae4"', `Authorization: Digest ${REDACTED}`],
-    [
-      "db:\n  password: |\n    YamlBlock9SecretQ\n  user: app",
-      `db:\n  password: |\n    ${REDACTED}\n  user: app`,
-    ],
-    ["<Password>IisPass7Word9x</Password>", `<Password>${REDACTED}</Password>`],
-    ["redis-cli -a R3disPassw0rdXq ping", `redis-cli -a ${REDACTED} ping`],
-    [
-      "my password is пароль123, mi contraseña es Mañana99",
-      `my password is ${REDACTED}, mi contraseña es ${REDACTED}`,
-    ],
-    ["Пароль от личного кабинета: Hunter2x", `Пароль от личного кабинета: ${REDACTED}`],
-    ["Passwort für die DB: Hunter2x", `Passwort für die DB: ${REDACTED}`],
-    ["The password for staging: Hunter2x", `The password for staging: ${REDACTED}`],
-    ["the password for `admin` is Hunter2x", `the password for \`admin\` is ${REDACTED}`],
-    ['das Passwort für "root" ist Hunter2x', `das Passwort für "root" ist ${REDACTED}`],
-    ["Пароль — Hunter2x; password - Hunter2x", `Пароль — ${REDACTED}; password - ${REDACTED}`],
-    ["password: |2 # db\n\n  Hunter2xSecret", `password: |2 # db\n\n  ${REDACTED}`],
-    [
-      "<key>Password</key>\n\t<string>Hunter2xSecret</string>",
-      `<key>Password</key>\n\t<string>${REDACTED}</string>`,
-    ],
-    ["<password><![CDATA[Hunter2x&<]]></password>", `<password><![CDATA[${REDACTED}]]></password>`],
-    ['<add key="Password" value="Hunter2x"/>', `<add key="Password" value="${REDACTED}"/>`],
-    ['<property name="password" value="Hunter2x"/>', `<property name="password" value="${REDACTED}"/>`],
-    ["smbclient //srv/share -U 'DOM\\alice%S3cret!'", `smbclient //srv/share -U 'DOM\\alice%${REDACTED}'`],
-    ["smbclient -L srv -Ualice%S3cretPw", `smbclient -L srv -Ualice%${REDACTED}`],
+  const cases: (string | [string, string])[] = [
+    "my password is «hunter2»",
+    "the password is: «correcthorsebatterystaple»",
+    "mysql -u root -p«MyS3cretPw» db",
+    "mysqldump -h db -u app -p«'Tr0ub4dor&3'» shop > shop.sql",
+    "unlock it with passphrase «Tr0ub4dor&3» please",
+    "my api key is «7f3a9b2c4d5e6f708192a3b4c5d6e7f8».",
+    "Passwort: «Sommer2024!Blau»",
+    "мой пароль от сервера «Qwerty2024!Zima», почему?",
+    "'Authorization: Token «token=\"Rails7TokenAbc123\"»'",
+    'Authorization: Digest «username="me", response="6629fae4"»',
+    "db:\n  password: |\n    «YamlBlock9SecretQ»\n  user: app",
+    "<Password>«IisPass7Word9x»</Password>",
+    "redis-cli -a «R3disPassw0rdXq» ping",
+    "my password is «пароль123», mi contraseña es «Mañana99»",
+    "Пароль от личного кабинета: «Hunter2x»",
+    "Passwort für die DB: «Hunter2x»",
+    "The password for staging: «Hunter2x»",
+    "the password for `admin` is «Hunter2x»",
+    'das Passwort für "root" ist «Hunter2x»',
+    "Пароль — «Hunter2x»; password - «Hunter2x»",
+    "password: |2 # db\n\n  «Hunter2xSecret»",
+    "<key>Password</key>\n\t<string>«Hunter2xSecret»</string>",
+    "<password><![CDATA[«Hunter2x&<»]]></password>",
+    '<add key="Password" value="«Hunter2x»"/>',
+    '<property name="password" value="«Hunter2x»"/>',
+    "smbclient //srv/share -U 'DOM\\alice%«S3cret!»'",
+    "smbclient -L srv -Ualice%«S3cretPw»",
   ];
-  for (const [input, expected] of cases) assertEquals(redact(input), expected, input);
+  for (const [input, expected] of cases.map(marked)) assertEquals(redact(input), expected, input);
   const prose = [
     "the password is wrong",
     "my password is too short",
@@ -351,37 +340,25 @@ Deno.test("redact: cookie headers, Telegram bot tokens, fullwidth and non-Englis
       "Private-MAC: 7c3f0e9b2a1d4c5e6f708192a3b4c5d6e7f8091a",
     ].join("\n");
   const key = ["AAAAIFp3bQ9xKc2vT8mN1rY6sW4eL0uH7jG5dA3fB9zQyXoP", "Zq8Rt6Wv3Yx1Bc7Nd0Hj5Gq=="];
-  const cases: [string, string][] = [
-    [
-      "Cookie: session_id=9f8e7d6c5b4a39281706; theme=dark",
-      `Cookie: session_id=${REDACTED}; theme=${REDACTED}`,
-    ],
-    [
-      "Set-Cookie: sid=Q2xvdWRGbGFyZQ9f8e; Path=/; Expires=Wed, 21 Oct 2026 07:28:00 GMT; HttpOnly",
-      `Set-Cookie: sid=${REDACTED}; Path=/; Expires=Wed, 21 Oct 2026 07:28:00 GMT; HttpOnly`,
-    ],
-    [
-      "curl -H 'cookie: sessionid=abc123def456' https://x.test",
-      `curl -H 'cookie: sessionid=${REDACTED}' https://x.test`,
-    ],
-    ['{"Cookie": "session_id=9f8e7d6c5b4a"}', `{"Cookie": "session_id=${REDACTED}"}`],
-    ['"GET / HTTP/1.1\\nCookie: sid=9f8e7d6c5b4a\\n"', `"GET / HTTP/1.1\\nCookie: sid=${REDACTED}\\n"`],
-    ["bot token 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0 here", `bot token ${REDACTED} here`],
-    [
-      "curl https://api.telegram.org/bot1234567890:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDs-_0/getMe",
-      `curl https://api.telegram.org/bot${REDACTED}/getMe`,
-    ],
-    ["password：Hunter2Rover", `password：${REDACTED}`],
-    ["密码：Hunter2Rover，谢谢", `密码：${REDACTED}，谢谢`],
-    ["我的密码: Hunter2Rover.", `我的密码: ${REDACTED}.`],
-    ["新しいパスワード：Tr0ub4dor&3", `新しいパスワード：${REDACTED}`],
-    ["비밀번호: Hunter2Rover", `비밀번호: ${REDACTED}`],
-    ["Пароль: Hunter2Rover", `Пароль: ${REDACTED}`],
+  const cases: (string | [string, string])[] = [
+    "Cookie: session_id=«9f8e7d6c5b4a39281706»; theme=«dark»",
+    "Set-Cookie: sid=«Q2xvdWRGbGFyZQ9f8e»; Path=/; Expires=Wed, 21 Oct 2026 07:28:00 GMT; HttpOnly",
+    "curl -H 'cookie: sessionid=«abc123def456»' https://x.test",
+    '{"Cookie": "session_id=«9f8e7d6c5b4a»"}',
+    '"GET / HTTP/1.1\\nCookie: sid=«9f8e7d6c5b4a»\\n"',
+    "bot token «123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0» here",
+    "curl https://api.telegram.org/bot«1234567890:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDs-_0»/getMe",
+    "password：«Hunter2Rover»",
+    "密码：«Hunter2Rover»，谢谢",
+    "我的密码: «Hunter2Rover».",
+    "新しいパスワード：«Tr0ub4dor&3»",
+    "비밀번호: «Hunter2Rover»",
+    "Пароль: «Hunter2Rover»",
     [putty(3, key.slice(0, 1)), putty(3, [REDACTED])],
     [putty(2, key), putty(2, key).replace(key.join("\n"), REDACTED)],
     [JSON.stringify(putty(2, key)), JSON.stringify(putty(2, key).replace(key.join("\n"), REDACTED))],
   ];
-  for (const [input, expected] of cases) assertEquals(redact(input), expected, input);
+  for (const [input, expected] of cases.map(marked)) assertEquals(redact(input), expected, input);
   const prose = [
     "the cookie: chocolate chip, and a Cookie: header names them",
     "Set-Cookie: is sent by the server",

@@ -10,12 +10,6 @@ import {
   processEnv,
 } from "./paths.ts";
 
-/** A program and its arguments. */
-interface Invocation {
-  command: string;
-  args: string[];
-}
-
 /** An installed copy's files: its bundles (all, and the `hook <event>` path), its record, its lock, its cache. */
 export const COPY_FILES = {
   main: "main.js",
@@ -26,21 +20,15 @@ export const COPY_FILES = {
 } as const;
 
 /** The flags an installed copy runs with besides the production ones. */
-export const COPY_RUN_FLAGS: readonly string[] = [
-  "--no-config",
-  "--no-npm",
-  "--no-remote",
-  "--v8-flags=--no-lazy",
-];
+export const COPY_RUN_FLAGS: readonly string[] = "--no-config --no-npm --no-remote --v8-flags=--no-lazy"
+  .split(" ");
 
 /** The file path of a directory URL, without its final slash. */
 const pathOf = (url: URL) =>
   decodeURIComponent(url.pathname).replace(/^\/([A-Za-z]:)/, "$1").replace(/\/$/, "");
 
 /** The checkout's root directory (where deno.json and main.ts live). */
-export function checkoutRoot(): string {
-  return pathOf(new URL("../", import.meta.url));
-}
+export const checkoutRoot = (): string => pathOf(new URL("../", import.meta.url));
 
 /** Extracts the permission and runtime flags from a `deno run … main.ts` task line. */
 export function flagsFromTask(task: string): string[] {
@@ -53,18 +41,13 @@ export function flagsFromTask(task: string): string[] {
 
 /** The production flags, read from `<root>/deno.json` task `cli`. */
 export async function productionFlags(root = checkoutRoot()): Promise<string[]> {
-  const config = JSON.parse(await Deno.readTextFile(joinPath(root, "deno.json"))) as {
-    tasks?: Record<string, string>;
-  };
-  const task = config.tasks?.cli;
+  const task = JSON.parse(await Deno.readTextFile(joinPath(root, "deno.json"))).tasks?.cli;
   if (!task) throw new Error(`${root}/deno.json has no "cli" task`);
   return flagsFromTask(task);
 }
 
 /** Whether this process is the compiled standalone binary. */
-export function isCompiled(): boolean {
-  return Deno.build.standalone === true;
-}
+export const isCompiled = (): boolean => Deno.build.standalone === true;
 
 /** The directory of the installed copy this process runs from (its bundles sit there); else undefined. */
 export function copyDir(): string | undefined {
@@ -105,34 +88,17 @@ async function copyFlags(dir: string): Promise<string[]> {
 }
 
 /** The entry of an installed copy that runs `args`: the lean hook bundle for `hook <event>`, else main. */
-function copyEntry(args: readonly string[]): string {
-  return args.length === 2 && args[0] === "hook" && !args[1].startsWith("-")
-    ? COPY_FILES.hook
-    : COPY_FILES.main;
-}
+const copyEntry = (args: readonly string[]): string =>
+  args.length === 2 && args[0] === "hook" && !args[1].startsWith("-") ? COPY_FILES.hook : COPY_FILES.main;
 
-/** The invocation that runs `openviking-kimi <args>` the way this process was run. */
-export async function selfInvocation(args: string[]): Promise<Invocation> {
-  if (isCompiled()) return { command: Deno.execPath(), args };
-  const copy = copyDir();
-  if (copy) {
-    return {
-      command: Deno.execPath(),
-      args: ["run", ...(await copyFlags(copy)), ...COPY_RUN_FLAGS, joinPath(copy, copyEntry(args)), ...args],
-    };
-  }
-  const root = checkoutRoot();
-  return {
-    command: Deno.execPath(),
-    args: [
-      "run",
-      ...(await productionFlags(root)),
-      "--config",
-      joinPath(root, "deno.json"),
-      joinPath(root, "main.ts"),
-      ...args,
-    ],
-  };
+/** The program and arguments that run `openviking-kimi <args>` the way this process was run. */
+export async function selfInvocation(args: string[]): Promise<{ command: string; args: string[] }> {
+  const [command, copy, root] = [Deno.execPath(), copyDir(), checkoutRoot()];
+  if (isCompiled()) return { command, args };
+  const run = copy
+    ? [...(await copyFlags(copy)), ...COPY_RUN_FLAGS, joinPath(copy, copyEntry(args))]
+    : [...(await productionFlags(root)), "--config", joinPath(root, "deno.json"), joinPath(root, "main.ts")];
+  return { command, args: ["run", ...run, ...args] };
 }
 
 /** Quotes one word for a POSIX shell (`sh -c`), as Kimi Code runs hook commands. */
@@ -147,11 +113,6 @@ function realPath(path: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** Whether the real path `path` lies inside the real directory `dir`. */
-function inside(path: string, dir: string): boolean {
-  return path.startsWith(dir) && (path[dir.length] === "/" || path[dir.length] === "\\");
 }
 
 /** Quotes a path for the user's shell (cmd.exe's double quotes on Windows). */
@@ -171,7 +132,8 @@ export function commandName(env: Env = processEnv()): string {
   const self = running ? realPath(running) : undefined;
   const isOurs = (path: string) => {
     const real = realPath(path);
-    return real !== undefined && ((base !== undefined && inside(real, base)) || real === self);
+    const inside = base !== undefined && real?.startsWith(base) && /[\\/]/.test(real[base.length]);
+    return real !== undefined && (inside || real === self);
   };
   const names = windows ? ["openviking-kimi.exe", "openviking-kimi.cmd"] : ["openviking-kimi"];
   for (const dir of (env.PATH ?? "").split(windows ? ";" : ":").filter(isAbsolutePath)) {
@@ -198,7 +160,7 @@ export function invocationCwd(env: Env = processEnv()): string {
 /** The workspace a command works on: `given` (relative to {@link invocationCwd}) or that; undefined if no directory. */
 export async function workspaceDir(
   given: string | undefined,
-  env: Env = processEnv(),
+  env = processEnv(),
 ): Promise<string | undefined> {
   const here = invocationCwd(env);
   const dir = given === undefined ? here : isAbsolutePath(given) ? given : joinPath(here, given);

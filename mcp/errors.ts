@@ -3,7 +3,7 @@
 // @ts-types="@modelcontextprotocol/sdk/types"
 import type { JSONRPCErrorResponse, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import type { Config } from "../openviking/config.ts";
-import { scrub, withoutUserinfo } from "../lib/scrub.ts";
+import { scrub, withoutUserinfo } from "../lib/redact.ts";
 
 /** Why an exchange did not produce the response it should have. */
 export type Failure =

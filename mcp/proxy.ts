@@ -10,7 +10,7 @@ import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest } from "@model
 import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "../lib/log.ts";
 import { isRecord } from "../lib/parsed.ts";
-import { withoutUserinfo } from "../lib/scrub.ts";
+import { withoutUserinfo } from "../lib/redact.ts";
 import { VERSION } from "../lib/version.ts";
 import { buildHeaders, clientOptions, readBody, readPrefix, serverMessageOf } from "../openviking/client.ts";
 import { type Config, keyFor } from "../openviking/config.ts";

@@ -4,8 +4,7 @@
  * system prompt).
  */
 
-import { cutText, neutralize, printable, safe, SafeText } from "../lib/neutralize.ts";
-import { PRINT_MAX_CHARS } from "../lib/printed.ts";
+import { cutText, neutralize, PRINT_MAX_CHARS, printable, safe, SafeText } from "../lib/neutralize.ts";
 import { headWithin, unitsWithin } from "../lib/columns.ts";
 import type { ProfileParts } from "./profile.ts";
 import { byRank, isFolderSummary, type Memory } from "./memory.ts";

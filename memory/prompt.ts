@@ -13,8 +13,7 @@ import {
   probe,
   readBreaker,
 } from "../openviking/breaker.ts";
-import { safe, type SafeText } from "../lib/neutralize.ts";
-import { PRINT_MAX_CHARS } from "../lib/printed.ts";
+import { PRINT_MAX_CHARS, safe, type SafeText } from "../lib/neutralize.ts";
 import type { Env } from "../lib/paths.ts";
 import { commandName } from "../lib/self.ts";
 import { resolvePeer } from "../openviking/peer.ts";

@@ -5,7 +5,7 @@ import { concatBytes } from "../lib/bytes.ts";
 import { parseJsonOrUndefined } from "../lib/fs.ts";
 import { neutralize } from "../lib/neutralize.ts";
 import { isRecord, type JsonRecord } from "../lib/parsed.ts";
-import { scrubText, withoutUserinfo } from "../lib/scrub.ts";
+import { scrubText, withoutUserinfo } from "../lib/redact.ts";
 import type { Config } from "./config.ts";
 
 /** A deadline shared by every request of one hook run. */

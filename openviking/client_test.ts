@@ -13,7 +13,7 @@ import {
   readBody,
   readPrefix,
 } from "./client.ts";
-import { withoutUserinfo } from "../lib/scrub.ts";
+import { withoutUserinfo } from "../lib/redact.ts";
 import { hostileText, params } from "../tests/fuzz/arbitraries.ts";
 import {
   FakeOpenViking as FakeOpenViking,

@@ -5,7 +5,7 @@
 
 import { parseJsonOrUndefined, readRegularTextSync, settled, SMALL_FILE_MAX_BYTES } from "../lib/fs.ts";
 import { asRecord, type JsonRecord } from "../lib/parsed.ts";
-import { withoutUserinfo } from "../lib/scrub.ts";
+import { withoutUserinfo } from "../lib/redact.ts";
 import {
   absoluteOverride,
   defaultLogPath,

@@ -50,15 +50,6 @@ function removeElements(text: string, tag: RegExp): string {
   return out + text.slice(at);
 }
 
-/** `text` with trailing blanks removed from every line (a loop: a regex would rescan long blank runs). */
-function trimLineEnds(text: string): string {
-  return text.split("\n").map((line) => {
-    let end = line.length;
-    while (end > 0 && (line[end - 1] === " " || line[end - 1] === "\t")) end--;
-    return end === line.length ? line : line.slice(0, end);
-  }).join("\n");
-}
-
 /**
  * Removes every injected block from a text, NULs and lone surrogates (U+FFFD instead: OpenViking 0.5.2 refuses a
  * message holding one with a 400, and the turn would be lost), and normalises blank lines.
@@ -66,7 +57,8 @@ function trimLineEnds(text: string): string {
 export function cleanInjected(text: string): string {
   let out = text.replace(/\0/g, "").toWellFormed();
   for (const tag of TAGS) out = removeElements(out, tag);
-  return trimLineEnds(out).replace(/\n{3,}/g, "\n\n").trim();
+  // Trailing blanks go from every line; a run is tried from its start only, so a long one costs its length once.
+  return out.replace(/(?<![ \t])[ \t]+(?=\n|$)/g, "").replace(/\n{3,}/g, "\n\n").trim();
 }
 
 /** Acknowledgements: a message that is only one of these is not captured. */
@@ -79,10 +71,8 @@ const ACKS = new Set(
 /** Why a text is not captured, or "" when it is. */
 export type SkipReason = "" | "empty" | "ack" | "slash-command" | "punctuation" | "too-short";
 
-function isCjk(cp: number): boolean {
-  return (cp >= 0x3040 && cp <= 0x30ff) || (cp >= 0x3400 && cp <= 0x4dbf) || (cp >= 0x4e00 && cp <= 0x9fff) ||
-    (cp >= 0xac00 && cp <= 0xd7af) || (cp >= 0xf900 && cp <= 0xfaff);
-}
+/** Kana, CJK ideographs (and Extension A, compatibility) and Hangul syllables: a character is a word of text. */
+const CJK = /[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]/;
 
 /** A one-line `/command` with at most three arguments (a path like "/tmp is full, clean it" is not one). */
 function isSlashCommand(text: string): boolean {
@@ -91,41 +81,27 @@ function isSlashCommand(text: string): boolean {
   return m !== null && (m[1] ?? "").split(/\s+/).filter(Boolean).length <= 3;
 }
 
-const EDGE = /[\s\p{P}\p{S}]/u;
-const LEADING_EDGE = /^[\s\p{P}\p{S}]*/u;
-
-/** `text` without blanks, punctuation and symbols at either end (the end by a loop: `[…]+$` rescans runs). */
-function stripEdgePunctuation(text: string): string {
-  const start = LEADING_EDGE.exec(text)![0].length;
-  let end = text.length;
-  while (end > start) {
-    const low = text.charCodeAt(end - 1);
-    const pair = low >= 0xdc00 && low <= 0xdfff && end - 2 >= start;
-    const width = pair && (text.charCodeAt(end - 2) & 0xfc00) === 0xd800 ? 2 : 1;
-    if (!EDGE.test(text.slice(end - width, end))) break;
-    end -= width;
-  }
-  return text.slice(start, end);
-}
+/**
+ * A text without blanks, punctuation and symbols at either end: from its first other character to its last
+ * (found by backtracking over the trailing run once, so linear).
+ */
+const CORE = /[^\s\p{P}\p{S}](?:.*[^\s\p{P}\p{S}])?/su;
 
 /** The capture filters: why `text` (already cleaned) from `role` should not be captured, or "". */
 export function skipReason(text: string, role: "user" | "assistant"): SkipReason {
   const t = text.trim();
   if (!t) return "empty";
   if (role === "user" && isSlashCommand(t)) return "slash-command";
-  const bare = stripEdgePunctuation(t.toLowerCase());
+  const bare = CORE.exec(t.toLowerCase())?.[0] ?? "";
   if (!bare) return "punctuation";
   if (ACKS.has(bare)) return "ack";
   if (t.length >= 12) return "";
-  let cjk = 0;
-  let alnum = 0;
+  let [cjk, alnum] = [0, 0];
   for (const ch of t) {
-    const cp = ch.codePointAt(0)!;
-    if (isCjk(cp)) cjk++;
+    if (CJK.test(ch)) cjk++;
     else if (/[\p{L}\p{N}]/u.test(ch)) alnum++;
   }
-  if (cjk < 4 && alnum < 6 && t.length < 12) return "too-short";
-  return "";
+  return cjk < 4 && alnum < 6 ? "too-short" : "";
 }
 
 /** Marker appended to a truncated text. */

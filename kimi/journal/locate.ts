@@ -1,9 +1,8 @@
 /** Finds a session's main journal: Kimi's session index, else a scan of `sessions/<dir>/<id>/`; only inside that home. */
 
-import { readTextIfExists } from "../../lib/fs.ts";
+import { listDir, parseJsonOrUndefined, readTextIfExists } from "../../lib/fs.ts";
 import { joinPath } from "../../lib/paths.ts";
 import { isRecord } from "../../lib/parsed.ts";
-import { parseJsonOrUndefined } from "../../lib/fs.ts";
 
 /** Path of the main agent's journal inside a session directory. */
 const mainJournalPath = (sessionDir: string) => joinPath(sessionDir, "agents", "main", "wire.jsonl");
@@ -30,11 +29,11 @@ async function isJournal(sessions: string, path: string): Promise<boolean> {
   }
 }
 
-/** Where a journal was found, or why not. */
-export type Located = { ok: true; path: string; via: "index" | "scan" } | { ok: false; reason: string };
-
-/** Locates the main journal of `sessionId` under Kimi's home. */
-export async function locateJournal(kimiHome: string, sessionId: string): Promise<Located> {
+/** Locates the main journal of `sessionId` under Kimi's home: where it was found, or why not. */
+export async function locateJournal(
+  kimiHome: string,
+  sessionId: string,
+): Promise<{ ok: true; path: string; via: "index" | "scan" } | { ok: false; reason: string }> {
   if (!sessionId || /[\\/\0]/.test(sessionId) || sessionId === "." || sessionId === "..") {
     return { ok: false, reason: `invalid session id ${JSON.stringify(sessionId)}` };
   }
@@ -42,18 +41,11 @@ export async function locateJournal(kimiHome: string, sessionId: string): Promis
   // A regular file only: a FIFO would block the worker until someone wrote to it.
   const indexText = await readTextIfExists(joinPath(kimiHome, "session_index.jsonl")).catch(() => "") ?? "";
   const fromIndex = sessionDirFromIndex(indexText, sessionId);
-  if (fromIndex) {
-    const path = mainJournalPath(fromIndex);
-    if (await isJournal(sessions, path)) return { ok: true, path, via: "index" };
-  }
-  try {
-    for await (const wd of Deno.readDir(sessions)) {
-      if (!wd.isDirectory) continue;
-      const path = mainJournalPath(joinPath(sessions, wd.name, sessionId));
-      if (await isJournal(sessions, path)) return { ok: true, path, via: "scan" };
-    }
-  } catch {
-    // no sessions directory
+  const indexed = fromIndex && mainJournalPath(fromIndex);
+  if (indexed && await isJournal(sessions, indexed)) return { ok: true, path: indexed, via: "index" };
+  for (const wd of await listDir(sessions).catch(() => [])) { // none: no (readable) sessions directory
+    const path = mainJournalPath(joinPath(sessions, wd.name, sessionId));
+    if (wd.isDirectory && await isJournal(sessions, path)) return { ok: true, path, via: "scan" };
   }
   return { ok: false, reason: `no journal for ${sessionId} under ${kimiHome}` };
 }

@@ -2,6 +2,13 @@ import { assertEquals } from "../../tests/support/assert.ts";
 import { tempDir } from "../../tests/support/temp.ts";
 import { locateJournal, sessionDirFromIndex } from "./locate.ts";
 
+/** Makes an empty main journal in session directory `sdir`; its path. */
+async function journalIn(sdir: string): Promise<string> {
+  await Deno.mkdir(`${sdir}/agents/main`, { recursive: true });
+  await Deno.writeTextFile(`${sdir}/agents/main/wire.jsonl`, "");
+  return `${sdir}/agents/main/wire.jsonl`;
+}
+
 Deno.test("index: last non-deleted row wins; tombstones delete; torn and garbled lines are tolerated", () => {
   const id = "session_1";
   const text = [
@@ -21,17 +28,10 @@ Deno.test("locate: via the index, else by scanning sessions/*/<id>/; invalid ids
   await using dir = await tempDir();
   const home = dir.path;
   const sdir = `${home}/sessions/wd_x_123/session_a`;
-  await Deno.mkdir(`${sdir}/agents/main`, { recursive: true });
-  await Deno.writeTextFile(`${sdir}/agents/main/wire.jsonl`, "");
-  assertEquals(await locateJournal(home, "session_a"), {
-    ok: true,
-    path: `${sdir}/agents/main/wire.jsonl`,
-    via: "scan",
-  });
-  await Deno.writeTextFile(
-    `${home}/session_index.jsonl`,
-    JSON.stringify({ sessionId: "session_a", sessionDir: sdir }) + "\n",
-  );
+  const path = await journalIn(sdir);
+  assertEquals(await locateJournal(home, "session_a"), { ok: true, path, via: "scan" });
+  const row = JSON.stringify({ sessionId: "session_a", sessionDir: sdir });
+  await Deno.writeTextFile(`${home}/session_index.jsonl`, `${row}\n`);
   assertEquals((await locateJournal(home, "session_a")).ok && "index", "index");
   assertEquals((await locateJournal(home, "session_b")).ok, false);
   assertEquals((await locateJournal(home, "../session_a")).ok, false);
@@ -42,30 +42,23 @@ Deno.test("locate: an index that is no regular file is never opened; the scan fi
   // never ended; stat refuses both alike (a device here: no process to make a FIFO).
   if (Deno.build.os === "windows") return;
   await using dir = await tempDir();
-  const sdir = `${dir.path}/sessions/wd_x_123/session_a`;
-  await Deno.mkdir(`${sdir}/agents/main`, { recursive: true });
-  await Deno.writeTextFile(`${sdir}/agents/main/wire.jsonl`, "");
+  const path = await journalIn(`${dir.path}/sessions/wd_x_123/session_a`);
   await Deno.symlink("/dev/zero", `${dir.path}/session_index.jsonl`);
-  assertEquals(await locateJournal(dir.path, "session_a"), {
-    ok: true,
-    path: `${sdir}/agents/main/wire.jsonl`,
-    via: "scan",
-  });
+  assertEquals(await locateJournal(dir.path, "session_a"), { ok: true, path, via: "scan" });
 });
 
 Deno.test("locate: only a file inside this home's sessions/ is a journal (a copied home's index, a link out)", async () => {
   await using dir = await tempDir();
   const [home, elsewhere] = [`${dir.path}/new`, `${dir.path}/old/sessions/wd_x_123/session_a`];
-  await Deno.mkdir(`${elsewhere}/agents/main`, { recursive: true });
-  await Deno.writeTextFile(`${elsewhere}/agents/main/wire.jsonl`, "");
-  await Deno.mkdir(`${home}/sessions/wd_x_123/session_a/agents/main`, { recursive: true });
+  const other = await journalIn(elsewhere);
+  const own = await journalIn(`${home}/sessions/wd_x_123/session_a`);
+  await Deno.remove(own);
   await Deno.writeTextFile(
     `${home}/session_index.jsonl`,
     JSON.stringify({ sessionId: "session_a", sessionDir: elsewhere }),
   );
   assertEquals((await locateJournal(home, "session_a")).ok, false, "the index names another home");
-  const own = `${home}/sessions/wd_x_123/session_a/agents/main/wire.jsonl`;
-  await Deno.symlink(`${elsewhere}/agents/main/wire.jsonl`, own);
+  await Deno.symlink(other, own);
   assertEquals((await locateJournal(home, "session_a")).ok, false, "a link out of sessions/");
   await Deno.remove(own);
   await Deno.writeTextFile(own, "");

@@ -3,44 +3,30 @@
 import { prepareText, type SkipReason } from "./clean.ts";
 import { assistantText, type Turn, userText } from "./turns.ts";
 
-/** One message to send. */
-export interface Candidate {
-  key: string;
-  turnIndex: number;
-  role: "user" | "assistant";
-  /** What goes to the server: `{role, content, turn_id}`. */
-  payload: { role: "user" | "assistant"; content: string; turn_id: string };
-}
+type Role = "user" | "assistant";
+
+/** One message to send, and its `payload`: what goes to the server. */
+export type Candidate = { key: string; turnIndex: number; role: Role; payload: PlanPayload };
+type PlanPayload = { role: Role; content: string; turn_id: string };
 
 /** A message that will not be sent, and why. */
-export interface Skipped {
+type Skipped = {
   key: string;
   turnIndex: number;
   reason: SkipReason | "already-captured" | "retracted" | "sent-by-fallback";
-}
+};
 
-/** The plan for one capture. */
-export interface Plan {
-  /** Turns considered (closed ones, plus open ones when forced), in journal order. */
-  turns: Turn[];
-  toSend: Candidate[];
-  skipped: Skipped[];
-}
+/** The plan for one capture: the turns considered (closed ones, plus open ones when forced), in journal order. */
+export type Plan = { turns: Turn[]; toSend: Candidate[]; skipped: Skipped[] };
 
-/** Options that shape messages. */
-export interface PlanOptions {
-  maxLength: number;
-  redact: boolean;
-  /** Take open turns too (SessionEnd, Interrupt): nothing more will be added to them. */
-  includeOpen: boolean;
-  /** Consider at most this many turns (a long backlog is captured in bounded steps). */
-  maxTurns?: number;
-}
+/**
+ * Options that shape messages: `includeOpen` takes open turns too (SessionEnd, Interrupt: nothing more will be
+ * added to them); `maxTurns` considers at most that many turns (a long backlog is captured in bounded steps).
+ */
+export type PlanOptions = { maxLength: number; redact: boolean; includeOpen: boolean; maxTurns?: number };
 
 /** The key of a turn's message. */
-export function captureKey(turnIndex: number, role: "user" | "assistant"): string {
-  return `${turnIndex}:${role}`;
-}
+export const captureKey = (turnIndex: number, role: Role): string => `${turnIndex}:${role}`;
 
 /** Two FNV-1a passes (different offset bases) over a text's UTF-16 units, as 16 hex digits; synchronous. */
 function textHash(text: string): string {
@@ -54,9 +40,7 @@ function textHash(text: string): string {
 }
 
 /** The key a user message sent by the prompt fallback is acknowledged under: its text and when it was seen. */
-export function fallbackKey(text: string, at: number): string {
-  return `fb:${textHash(text)}@${at}`;
-}
+export const fallbackKey = (text: string, at: number): string => `fb:${textHash(text)}@${at}`;
 
 /** Whether a journal prompt of `time` may be the one the prompt hook saw at `at` (10 s before to 60 s after). */
 export const seenAt = (time: number, at: number): boolean => time >= at - 10_000 && time <= at + 60_000;
@@ -110,19 +94,12 @@ export function planCapture(
     for (const role of ["user", "assistant"] as const) {
       const key = captureKey(turn.index, role);
       const skip = (reason: Skipped["reason"]) => plan.skipped.push({ key, turnIndex: turn.index, reason });
-      if (acked.has(key)) {
-        skip("already-captured");
+      if (acked.has(key) || turn.retracted) { // retracted: settled; what was captured before the undo stays
+        skip(acked.has(key) ? "already-captured" : "retracted");
         continue;
       }
-      if (turn.retracted) { // settled: what was captured before the undo stays, nothing is deleted
-        skip("retracted");
-        continue;
-      }
-      const { text, reason } = prepareText(
-        role === "user" ? userText(turn) : assistantText(turn),
-        role,
-        { ...options, seen },
-      );
+      const raw = (role === "user" ? userText : assistantText)(turn);
+      const { text, reason } = prepareText(raw, role, { ...options, seen });
       const part = parts.get(key); // an open turn's answer sent so far: only what it gained goes now
       const gained = part && text.length > part.length && textHash(text.slice(0, part.length)) === part.hash;
       if (reason) skip(reason);

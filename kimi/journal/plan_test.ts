@@ -8,10 +8,8 @@ const opts = { maxLength: 24000, redact: true, includeOpen: false };
 const turnsOf = (j: JournalBuilder) => scanTurns(linesOf(j.toString())).turns;
 
 Deno.test("plan: keys <index>:<role>, payload {role, content, turn_id}; open turns wait", () => {
-  const j = new JournalBuilder()
-    .simpleTurn("remember I like tabs", "Noted: tabs it is.").prompt("what next then?").stepBegin().text(
-      "partial",
-    );
+  const j = new JournalBuilder().simpleTurn("remember I like tabs", "Noted: tabs it is.")
+    .prompt("what next then?").stepBegin().text("partial");
   const plan = planCapture(turnsOf(j), new Set(), 0, opts);
   assertEquals(plan.toSend.map((c) => [c.key, c.payload]), [
     ["0:user", { role: "user", content: "remember I like tabs", turn_id: "0" }],
@@ -48,9 +46,8 @@ Deno.test("plan: redaction and truncation happen before sending; the key does no
 
 Deno.test("acknowledge: only a contiguous prefix; the watermark and cursor stop at the first turn not fully acknowledged", () => {
   const j = new JournalBuilder().simpleTurn("first question", "first answer")
-    .simpleTurn("second question", "second answer").simpleTurn("third question", "third answer").prompt(
-      "open question",
-    ).stepBegin().text("partial");
+    .simpleTurn("second question", "second answer").simpleTurn("third question", "third answer")
+    .prompt("open question").stepBegin().text("partial");
   const turns = turnsOf(j);
   const plan = planCapture(turns, new Set(), 0, opts);
   const ack = acknowledge(plan, 3, 0, turns, 4);

@@ -17,11 +17,10 @@ export const ReadCursorSchema = z.object({
 type ReadCursor = z.infer<typeof ReadCursorSchema>;
 
 /** One parsed journal line and its byte span. */
-export interface JournalLine {
-  offset: number;
-  end: number;
-  value: Record<string, unknown>;
-}
+export type JournalLine = { offset: number; end: number; value: Record<string, unknown> };
+
+/** What a read gave: the lines, the offset past the last complete one, whether the cursor no longer matched. */
+type Reading = { lines: JournalLine[]; endOffset: number; rewritten: boolean };
 
 /** A cheap test run before JSON.parse: lines that cannot matter to capture are not parsed at all. */
 export type LineFilter = (line: string) => boolean;
@@ -45,14 +44,11 @@ async function tailHashAt(file: Deno.FsFile, offset: number): Promise<string> {
 
 /**
  * Reads the complete JSON-object lines of `path` after `cursor` (or from the start), parsing those `filter`
- * keeps; `endOffset` is past the last complete line, `rewritten` says the cursor no longer matched (read from 0). Each byte is scanned for a newline once and copied at most twice (kept as a piece of an unfinished
- * line, then joined), so one long line costs its length, not its length times its chunks.
+ * keeps; `endOffset` is past the last complete line, `rewritten` says the cursor no longer matched (read from 0).
+ * Each byte is scanned for a newline once and copied at most twice (kept as a piece of an unfinished line, then
+ * joined), so one long line costs its length, not its length times its chunks.
  */
-export async function readJournal(
-  path: string,
-  cursor?: ReadCursor,
-  filter?: LineFilter,
-): Promise<{ lines: JournalLine[]; endOffset: number; rewritten: boolean }> {
+export async function readJournal(path: string, cursor?: ReadCursor, filter?: LineFilter): Promise<Reading> {
   using file = await Deno.open(path, { read: true });
   const info = await file.stat();
   let pos = cursor?.offset ?? 0;
@@ -102,8 +98,6 @@ export interface Turn {
   index: number;
   /** Byte offset of the line that started this turn. */
   startOffset: number;
-  /** The prompt's origin kind (`user`, `system_trigger`, …). */
-  origin: string;
   /** User text parts (prompt, then steers); empty for turns the user did not start. */
   userParts: string[];
   /** The prompt's text, kept through `/undo`: what the prompt hook saw. */
@@ -121,60 +115,36 @@ export interface Turn {
   retracted: boolean;
 }
 
-// Records, by their `type` (which `read` switches on); one of an unexpected shape is skipped.
-const Agent = z.optional(z.string());
+// Records, by their `type` (which `scanTurns` switches on); one of an unexpected shape is skipped.
+const [Str, Any] = [z.optional(z.string()), z.optional(z.unknown())];
 const TurnId = z.union([z.number(), z.string()]);
-const PromptRecord = z.object({
-  agentId: Agent,
-  input: z.optional(PromptValue),
-  origin: z.optional(z.looseObject({ kind: z.string() })),
-  turnId: z.optional(TurnId),
+const Id = z.optional(TurnId);
+const Kind = z.optional(z.looseObject({ kind: z.string() }));
+const PromptRecord = z.object({ agentId: Str, input: z.optional(PromptValue), origin: Kind, turnId: Id });
+const EndedRecord = z.object({ agentId: Str, turnId: TurnId, reason: Str, outcome: Str });
+const LoopEvent = z.looseObject({
+  type: z.string(),
+  turnId: Id,
+  step: Id,
+  stepUuid: Str,
+  part: z.optional(ContentPart),
+  finishReason: Str,
 });
-const EndedRecord = z.object({
-  agentId: Agent,
-  turnId: TurnId,
-  reason: z.optional(z.string()),
-  outcome: z.optional(z.string()),
-});
-const LoopRecord = z.object({
-  agentId: Agent,
-  event: z.looseObject({
-    type: z.string(),
-    turnId: z.optional(TurnId),
-    step: z.optional(TurnId),
-    stepUuid: z.optional(z.string()),
-    part: z.optional(ContentPart),
-    finishReason: z.optional(z.string()),
-  }),
-});
-const MetadataRecord = z.object({ protocol_version: z.string() });
-const Origin = z.looseObject({
-  kind: z.string(),
-  inTurn: z.optional(z.unknown()),
-  trigger: z.optional(z.unknown()),
-});
-const MessageRecord = z.object({
-  agentId: Agent,
-  message: z.looseObject({ role: z.string(), content: z.optional(z.unknown()), origin: z.optional(Origin) }),
-});
-const UndoRecord = z.object({ agentId: Agent, count: z.int().check(z.positive()) });
+const LoopRecord = z.object({ agentId: Str, event: LoopEvent });
+const Origin = z.looseObject({ kind: z.string(), inTurn: Any, trigger: Any });
+const Message = z.looseObject({ role: z.string(), content: Any, origin: z.optional(Origin) });
+const MessageRecord = z.object({ agentId: Str, message: Message });
+const UndoRecord = z.object({ agentId: Str, count: z.int().check(z.positive()) });
 
-/** The words of the only lines that can matter for turns (the others are not parsed). */
-const TURN_WORDS =
-  /"(?:turn\.|agent\.turn\.ended"|content\.part"|step\.end"|metadata"|context\.(?:append_message|undo|clear|apply_compaction)")/;
+/** Only lines with the words of a record that can matter for turns are parsed (the others are skipped unread). */
+export const turnLineFilter: LineFilter = (line) =>
+  /"(?:turn\.|agent\.turn\.ended"|content\.part"|step\.end"|metadata"|context\.(?:append_message|undo|clear|apply_compaction)")/
+    .test(line);
 
-/** Only lines that can matter for turns are parsed (everything else is skipped unread). */
-export const turnLineFilter: LineFilter = (line) => TURN_WORDS.test(line);
-
-/** The agent a record belongs to; records without `agentId` (legacy) belong to the main agent. */
-function isMain(agentId: string | undefined): boolean {
-  return agentId === undefined || agentId === "main";
-}
-
-/** `value` as `schema` reads it, when it is a record of the main agent. */
+/** `value` as `schema` reads it, when it is a record of the main agent (legacy records have no `agentId`). */
 function mainRecord<T extends { agentId?: string }>(schema: z.ZodMiniType<T>, value: unknown): T | undefined {
   const r = schema.safeParse(value);
-  return r.success && isMain(r.data.agentId) ? r.data : undefined;
+  return r.success && (r.data.agentId ?? "main") === "main" ? r.data : undefined;
 }
 
 /** Closes `t` for `reason` unless it is closed already. */
@@ -185,32 +155,23 @@ function close(t: Turn, reason: string): void {
 /** A step's finish reasons that mean the model keeps going. */
 const CONTINUING = new Set(["tool_use", "tool_calls", "tool-calls"]);
 
-/** Whether a user message is what `/undo` counts: real user input (Kimi's `isUndoAnchor`). */
-function isUndoAnchor(origin: z.infer<typeof Origin> | undefined): boolean {
-  if (origin === undefined) return true;
-  if (origin.inTurn === true) return false; // a steer inside a running turn (2.1.0)
-  if (origin.kind === "user") return true;
-  return (origin.kind === "skill_activation" || origin.kind === "plugin_command") &&
-    origin.trigger === "user-slash";
-}
+/** Whether a user message is what `/undo` counts (Kimi's `isUndoAnchor`): user input, not a steer in a running turn. */
+const isUndoAnchor = (o: z.infer<typeof Origin> | undefined): boolean =>
+  o === undefined || (o.inTurn !== true && (o.kind === "user" ||
+    (["skill_activation", "plugin_command"].includes(o.kind) && o.trigger === "user-slash")));
 
-/** Where a user input stands in its turn: what `/undo` cuts back to when it reaches it. */
-interface Anchor {
-  /** Undefined when its turn started before the stretch. */
-  turn?: Turn;
-  /** The turn's own prompt (the whole turn goes), or a later input in it (the turn is cut back). */
-  whole: boolean;
-  userParts: number;
-  assistantParts: number;
-}
+/**
+ * Where a user input stands in its turn: what `/undo` cuts back to when it reaches it. `turn` is undefined when
+ * it started before the stretch; `whole`: the turn's own prompt (the whole turn goes), else a later input in it
+ * (the turn is cut back to the parts before it).
+ */
+type Anchor = { turn?: Turn; whole: boolean; userParts: number; assistantParts: number };
 
 /** Withdraws everything from `cut` on: its turn (whole or cut back) and every later turn of the stretch. */
 function retract(turns: Turn[], cut: Anchor): void {
   if (!cut.turn) return;
-  const from = turns.indexOf(cut.turn);
-  for (const [i, t] of turns.entries()) {
-    if (i < from) continue;
-    if (i === from && !cut.whole) {
+  for (const t of turns.slice(turns.indexOf(cut.turn))) {
+    if (t === cut.turn && !cut.whole) {
       t.userParts.length = Math.min(t.userParts.length, cut.userParts);
       t.assistantParts.length = Math.min(t.assistantParts.length, cut.assistantParts);
       continue;
@@ -220,189 +181,144 @@ function retract(turns: Turn[], cut: Anchor): void {
   }
 }
 
-/** One scan of a stretch of journal: the main agent's turns, and what else was learnt. */
-class TurnScanner {
-  readonly turns: Turn[] = [];
-  private readonly byId = new Map<string, Turn>();
-  /** Index the next `turn.prompt` after this stretch would get. */
+/**
+ * What {@link scanTurns} learnt of a stretch of journal: its main-agent turns, the index the next `turn.prompt`
+ * would get, `protocol_version` from the metadata line (if the stretch held it), events with turn text whose
+ * `turnId` matched no prompt (`rebound` to the open turn) or that had no turn (`unbound`: before the first prompt).
+ */
+export interface TurnScan {
+  turns: Turn[];
   nextIndex: number;
-  /** `protocol_version` from the metadata line, if the stretch included it. */
-  protocolVersion: string | undefined;
-  private current: Turn | undefined;
-  /** Events with turn text whose `turnId` matched no prompt, bound to the open turn instead. */
-  rebound = 0;
-  /** Events with turn text that had no turn to belong to (before the stretch's first prompt). */
-  unbound = 0;
+  protocolVersion?: string;
+  rebound: number;
+  unbound: number;
+}
+
+/** Builds the main agent's turns from journal lines; `firstIndex` numbers turns when the journal has no ids. */
+export function scanTurns(lines: readonly JournalLine[], firstIndex = 0): TurnScan {
+  const scan: TurnScan = { turns: [], nextIndex: firstIndex, rebound: 0, unbound: 0 };
+  const byId = new Map<string, Turn>();
+  let current: Turn | undefined;
   /** User inputs `/undo` can still reach, oldest first (reset at a compaction or a clear). */
-  private anchors: Anchor[] = [];
-  private readonly anchored = new Set<Turn>();
-
-  constructor(firstIndex: number) {
-    this.nextIndex = firstIndex;
-  }
-
-  /** The turn an id names; an id no prompt of the stretch had goes to the open turn (see the header). */
-  private turnFor(id: string | number | undefined, carriesText: boolean): Turn | undefined {
-    const known = id === undefined ? this.current : this.byId.get(String(id));
+  let anchors: Anchor[] = [];
+  const anchored = new Set<Turn>();
+  /** The turn an id names; an id no prompt of the stretch had goes to the open turn. */
+  const turnFor = (id: string | number | undefined, carriesText: boolean): Turn | undefined => {
+    const known = id === undefined ? current : byId.get(String(id));
     if (known) return known;
-    if (this.current && !this.current.closed) {
-      if (carriesText) this.rebound++;
-      return this.current;
-    }
-    if (carriesText) this.unbound++;
-    return undefined;
-  }
-
-  /** Reads one journal record. */
-  read(offset: number, value: JournalLine["value"]): void {
+    const open = current && !current.closed ? current : undefined;
+    if (carriesText) scan[open ? "rebound" : "unbound"]++;
+    return open;
+  };
+  for (const { offset, value } of lines) {
     const bare = typeof value.agentId !== "string";
     switch (value.type) {
       case "metadata":
-        this.protocolVersion = MetadataRecord.safeParse(value).data?.protocol_version ?? this.protocolVersion;
-        return;
-      case "turn.prompt":
-        return this.prompt(offset, value);
-      case "turn.steer":
-        return this.steer(value);
+        if (typeof value.protocol_version === "string") scan.protocolVersion = value.protocol_version;
+        break;
+      case "turn.prompt": { // starts the next turn and closes every open one
+        const r = mainRecord(PromptRecord, value);
+        if (!r) break;
+        // Keys use the position among the agent's prompts: monotonic even if the engine's ids ever restart.
+        const index = scan.nextIndex++;
+        for (const t of scan.turns) close(t, "next-prompt");
+        const text = partsText(r.input);
+        current = {
+          id: String(r.turnId ?? index),
+          index,
+          startOffset: offset,
+          userParts: (r.origin?.kind ?? "user") === "user" && text ? [text] : [],
+          prompt: text,
+          assistantParts: [],
+          closed: false,
+          closeReason: "",
+          v2: r.agentId !== undefined,
+          time: typeof value.time === "number" ? value.time : undefined,
+          retracted: false,
+        };
+        scan.turns.push(current);
+        byId.set(current.id, current);
+        break;
+      }
+      case "turn.steer": { // adds the user's text to its open turn
+        const r = mainRecord(PromptRecord, value);
+        const text = partsText(r?.input);
+        const t = r && turnFor(r.turnId, Boolean(text));
+        if (t && !t.closed && text && (r.origin?.kind ?? "user") === "user") t.userParts.push(text);
+        break;
+      }
       case "turn.cancel": // legacy journals mark a cancelled turn only by a bare one (v2 also writes turn.ended)
-        if (bare && this.current && !this.current.v2) close(this.current, "cancelled");
-        return;
+        if (bare && current && !current.v2) close(current, "cancelled");
+        break;
       case "turn.ended":
       // 0.43.0 on: written with the turn's last messages, before Stop (no agentId: each agent has its own
       // journal); the turn.ended after Stop never comes when Kimi dies first (`kimi -p … | head -1`).
       case "agent.turn.ended": {
         const r = mainRecord(EndedRecord, value);
-        const t = r && this.turnFor(r.turnId, false);
+        const t = r && turnFor(r.turnId, false);
         if (t) close(t, r.reason ?? r.outcome ?? "ended");
-        return;
+        break;
       }
-      case "context.append_message":
-        return this.message(value);
-      case "context.undo":
-        return this.undo(value);
+      case "context.append_message": { // a user input `/undo` can cut back to (Kimi's own rule)
+        const m = mainRecord(MessageRecord, value)?.message;
+        if (!m || m.role !== "user" || !isUndoAnchor(m.origin)) break;
+        const whole = !current || !anchored.has(current);
+        if (current) anchored.add(current);
+        // A later input of the same turn (a 0.41.0 steer): cut back to just before it.
+        const steer = current && !whole ? current.userParts.lastIndexOf(partsText(m.content)) : -1;
+        const [userParts, assistantParts] = [
+          current?.userParts.length ?? 0,
+          current?.assistantParts.length ?? 0,
+        ];
+        anchors.push({ turn: current, whole, userParts: steer > 0 ? steer : userParts, assistantParts });
+        break;
+      }
+      case "context.undo": { // `/undo n` withdraws everything from the n-th last input on
+        const count = mainRecord(UndoRecord, value)?.count;
+        const cut = count === undefined ? undefined : anchors.splice(Math.max(0, anchors.length - count))[0];
+        if (cut) retract(scan.turns, cut);
+        break;
+      }
       case "context.clear":
       case "context.apply_compaction":
-        if (bare || value.agentId === "main") this.anchors = []; // /undo never reaches back across them
-        return;
-      case "context.append_loop_event":
-        return this.loopEvent(value);
+        if (bare || value.agentId === "main") anchors = []; // /undo never reaches back across them
+        break;
+      case "context.append_loop_event": { // assistant text for its turn, or (legacy) the final step that ends it
+        const ev = mainRecord(LoopRecord, value)?.event;
+        const text = ev?.type === "content.part" && ev.part?.type === "text" ? ev.part.text : undefined;
+        const t = ev && turnFor(ev.turnId, Boolean(text));
+        if (!ev || !t || t.closed) break;
+        if (text) t.assistantParts.push({ step: String(ev.stepUuid ?? ev.step ?? ""), text });
+        else if (ev.type === "step.end" && !t.v2 && ev.finishReason && !CONTINUING.has(ev.finishReason)) {
+          close(t, "final-step"); // legacy journals never write turn.ended: a step that does not continue ends it
+        }
+      }
     }
   }
-
-  /** A prompt starts the next turn and closes every open one. */
-  private prompt(offset: number, value: JournalLine["value"]): void {
-    const r = mainRecord(PromptRecord, value);
-    if (!r) return;
-    // Keys use the position among the agent's prompts: monotonic even if the engine's ids ever restart.
-    const index = this.nextIndex++;
-    for (const t of this.turns) close(t, "next-prompt");
-    const origin = r.origin?.kind ?? "user";
-    const text = partsText(r.input);
-    const turn: Turn = {
-      id: String(r.turnId ?? index),
-      index,
-      startOffset: offset,
-      origin,
-      userParts: origin === "user" && text ? [text] : [],
-      prompt: text,
-      assistantParts: [],
-      closed: false,
-      closeReason: "",
-      v2: r.agentId !== undefined,
-      time: typeof value.time === "number" ? value.time : undefined,
-      retracted: false,
-    };
-    this.current = turn;
-    this.turns.push(turn);
-    this.byId.set(turn.id, turn);
-  }
-
-  /** A steer adds the user's text to its open turn. */
-  private steer(value: JournalLine["value"]): void {
-    const r = mainRecord(PromptRecord, value);
-    if (!r) return;
-    const text = partsText(r.input);
-    const target = this.turnFor(r.turnId, Boolean(text));
-    if (target && !target.closed && text && (r.origin?.kind ?? "user") === "user") {
-      target.userParts.push(text);
-    }
-  }
-
-  /** A user message is an input `/undo` can cut back to (Kimi's own rule, `isUndoAnchor`). */
-  private message(value: JournalLine["value"]): void {
-    const m = mainRecord(MessageRecord, value)?.message;
-    if (!m || m.role !== "user" || !isUndoAnchor(m.origin)) return;
-    const current = this.current;
-    const whole = !current || !this.anchored.has(current);
-    if (current) this.anchored.add(current);
-    // A later input of the same turn (a 0.41.0 steer): cut back to just before it.
-    const steer = current && !whole ? current.userParts.lastIndexOf(partsText(m.content)) : -1;
-    this.anchors.push({
-      turn: current,
-      whole,
-      userParts: steer > 0 ? steer : current?.userParts.length ?? 0,
-      assistantParts: current?.assistantParts.length ?? 0,
-    });
-  }
-
-  /** `/undo n` withdraws everything from the n-th last input on. */
-  private undo(value: JournalLine["value"]): void {
-    const count = mainRecord(UndoRecord, value)?.count;
-    if (count === undefined) return;
-    const cut = this.anchors.splice(Math.max(0, this.anchors.length - count))[0];
-    if (cut) retract(this.turns, cut);
-  }
-
-  /** A loop event: assistant text for its turn, or (legacy) the final step that ends it. */
-  private loopEvent(value: JournalLine["value"]): void {
-    const ev = mainRecord(LoopRecord, value)?.event;
-    if (!ev) return;
-    const text = ev.type === "content.part" && ev.part?.type === "text" ? ev.part.text : undefined;
-    const t = this.turnFor(ev.turnId, Boolean(text));
-    if (!t || t.closed) return;
-    if (text) {
-      t.assistantParts.push({ step: String(ev.stepUuid ?? ev.step ?? ""), text });
-    } else if (ev.type === "step.end" && !t.v2 && ev.finishReason && !CONTINUING.has(ev.finishReason)) {
-      close(t, "final-step"); // legacy journals never write turn.ended: a step that does not continue ends it
-    }
-  }
+  return scan;
 }
-
-/** Builds the main agent's turns from journal lines; `firstIndex` numbers turns when the journal has no ids. */
-export function scanTurns(lines: readonly JournalLine[], firstIndex = 0): TurnScan {
-  const s = new TurnScanner(firstIndex);
-  for (const { offset, value } of lines) s.read(offset, value);
-  return s;
-}
-
-/** What {@link scanTurns} learnt of a stretch of journal. */
-export type TurnScan = Pick<
-  TurnScanner,
-  "turns" | "nextIndex" | "protocolVersion" | "rebound" | "unbound"
->;
 
 /** The assistant text of a turn: parts of one step joined as-is, steps separated by a blank line. */
 export function assistantText(turn: Turn): string {
   const steps: string[] = [];
-  let lastStep: string | undefined;
-  for (const p of turn.assistantParts) {
-    if (steps.length && p.step === lastStep) steps[steps.length - 1] += p.text;
+  turn.assistantParts.forEach((p, i) => {
+    if (i && p.step === turn.assistantParts[i - 1].step) steps[steps.length - 1] += p.text;
     else steps.push(p.text);
-    lastStep = p.step;
-  }
-  return steps.map((s) => s.trim()).filter(Boolean).join("\n\n");
+  });
+  return paragraphs(steps);
 }
 
+/** Texts trimmed, the empty ones left out, a blank line apart. */
+const paragraphs = (texts: string[]) => texts.map((s) => s.trim()).filter(Boolean).join("\n\n");
+
 /** The user text of a turn (prompt and steers). */
-export function userText(turn: Turn): string {
-  return turn.userParts.map((s) => s.trim()).filter(Boolean).join("\n\n");
-}
+export const userText = (turn: Turn): string => paragraphs(turn.userParts);
 
 /** The turns of `path` after `cursor` (from the start once it no longer matches the file), and the read. */
 export async function scanJournal(
   path: string,
   cursor?: ReadCursor & { nextIndex: number },
-): Promise<{ turns: TurnScan; read: Awaited<ReturnType<typeof readJournal>> }> {
+): Promise<{ turns: TurnScan; read: Reading }> {
   const read = await readJournal(path, cursor, turnLineFilter);
   return { turns: scanTurns(read.lines, cursor && !read.rewritten ? cursor.nextIndex : 0), read };
 }

@@ -31,17 +31,9 @@ Deno.test("turns: agent.turn.ended closes the main turn — Kimi may die before 
     const j = new JournalBuilder().simpleTurn("first question here", "first answer here")
       .prompt("The deploy window is Thursday 14:00 UTC.").stepBegin().text("Noted: Thursday 14:00 UTC.")
       .stepEnd(finish).agentEnded(outcome);
-    assertEquals(summary(j.toString()).at(-1), {
-      id: "1",
-      closed: true,
-      reason: outcome,
-      user: "The deploy window is Thursday 14:00 UTC.",
-      assistant: "Noted: Thursday 14:00 UTC.",
-    }, outcome);
-    assertEquals(sent(j.toString()).slice(2), [
-      "The deploy window is Thursday 14:00 UTC.",
-      "Noted: Thursday 14:00 UTC.",
-    ]);
+    const [user, assistant] = ["The deploy window is Thursday 14:00 UTC.", "Noted: Thursday 14:00 UTC."];
+    assertEquals(summary(j.toString()).at(-1), { id: "1", closed: true, reason: outcome, user, assistant });
+    assertEquals(sent(j.toString()).slice(2), [user, assistant]);
   }
 });
 
@@ -51,13 +43,8 @@ Deno.test("turns: think parts, tool traffic, hook results and reminders are not 
     .prompt("please run the tests")
     .stepBegin().think("SECRET THOUGHTS").tool("Bash", "TOOL OUTPUT").stepEnd("tool_use")
     .stepBegin().text("All 12 tests pass.").stepEnd("end_turn").ended();
-  assertEquals(summary(j.toString()), [{
-    id: "0",
-    closed: true,
-    reason: "completed",
-    user: "please run the tests",
-    assistant: "All 12 tests pass.",
-  }]);
+  const want = { id: "0", closed: true, reason: "completed", user: "please run the tests" };
+  assertEquals(summary(j.toString()), [{ ...want, assistant: "All 12 tests pass." }]);
 });
 
 Deno.test("turns: text from several steps is joined by a blank line; parts of one step are concatenated", () => {
@@ -138,12 +125,8 @@ Deno.test("undo (recorded, every variant): /undo 1 then /undo 2 leave the first 
       ["4:user", "fifth: the last word"],
       ["4:assistant", "ACK 6: fifth: the last word"],
     ]);
-    assertEquals(
-      plan.skipped.map((s) => `${s.key} ${s.reason}`),
-      ["1:user", "1:assistant", "2:user", "2:assistant", "3:user", "3:assistant"].map((k) =>
-        `${k} retracted`
-      ),
-    );
+    const retracted = [1, 2, 3].flatMap((i) => [`${i}:user retracted`, `${i}:assistant retracted`]);
+    assertEquals(plan.skipped.map((s) => `${s.key} ${s.reason}`), retracted);
     // The withdrawn turns settle the plan: the cursor and the watermark pass them.
     const ack = acknowledge(plan, plan.toSend.length, 0, scan.turns, scan.nextIndex);
     assertEquals([ack.ackedBelow, ack.resumeAt], [5, undefined]);
@@ -184,14 +167,10 @@ const BEFORE = [
 /** `/undo` as Kimi applies it: each journal, and [user, assistant, withdrawn] of every turn it leaves. */
 const UNDO: Record<string, [JournalBuilder, unknown[]]> = {
   "counts user inputs back from the end; a second undo counts only what the first left": [
-    new JournalBuilder().simpleTurn("alpha question", "alpha answer").simpleTurn(
-      "beta question",
-      "beta answer",
-    )
-      .undo(1).simpleTurn("gamma question", "gamma answer").undo(1).simpleTurn(
-        "delta question",
-        "delta answer",
-      ),
+    new JournalBuilder().simpleTurn("alpha question", "alpha answer")
+      .simpleTurn("beta question", "beta answer").undo(1)
+      .simpleTurn("gamma question", "gamma answer").undo(1)
+      .simpleTurn("delta question", "delta answer"),
     [kept("alpha question", "alpha answer"), GONE, GONE, kept("delta question", "delta answer")],
   ],
   "/undo 2 withdraws the last two inputs": [twoTurns().simpleTurn("third", "three").undo(2), [
@@ -298,7 +277,7 @@ Deno.test("turn binding: read from every prompt with the wrong numbering, every 
           assertEquals(
             got.turns,
             want.turns,
-            `${variant}/${scenario} from line ${start}, first index ${firstIndex}`,
+            `${variant}/${scenario} from ${start}, first index ${firstIndex}`,
           );
           assertEquals(got.scan.unbound, 0);
         }
@@ -374,10 +353,8 @@ Deno.test("read: a rewritten (shorter, or same length with other bytes) or repla
   await Deno.writeTextFile(`${dir.path}/new`, content + line({ n: 5 }));
   await Deno.rename(`${dir.path}/new`, p);
   const replaced = await readJournal(p, c);
-  assertTrue(
-    replaced.rewritten || replaced.lines.length === 1,
-    "a new inode is noticed where the platform has one",
-  );
+  // a new inode is noticed where the platform has one
+  assertEquals(replaced.rewritten || replaced.lines.length === 1, true);
   if (Deno.build.os !== "windows") assertEquals(replaced.rewritten, true);
 });
 

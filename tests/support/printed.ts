@@ -1,7 +1,7 @@
 /** Checks on what a hook prints: nothing unprintable, and no markup but our own blocks. */
 
 import { assertEquals, assertNotMatch, assertTrue } from "./assert.ts";
-import { PRINT_MAX_CHARS } from "../../lib/printed.ts";
+import { PRINT_MAX_CHARS } from "../../lib/neutralize.ts";
 
 /** What must never be printed: controls but \t \n, format characters but ZWNJ/ZWJ, lone surrogates. */
 export const UNPRINTABLE = /(?![\t\n\u200c\u200d])[\p{Cc}\p{Cf}]|\p{Cs}/u;
