@@ -17,16 +17,20 @@ import {
   planRegistryUninstall,
 } from "./json-files.ts";
 import { purgeCommitStep } from "./purge-commits.ts";
-import { manifestText, pluginMemoryFiles } from "./kimi-home.ts";
-import { keyToSave, planOvcli, savedConnection } from "./ovcli.ts";
 import {
+  classifyManifest,
   commandAt,
   configCommandPrefix,
   configMcpEntry,
+  hookEntries,
   installedBinaryPath,
+  manifestText,
   pathCommand,
+  PLUGIN_ID,
+  pluginMemoryFiles,
   sameBytes,
-} from "./placement.ts";
+} from "./spec.ts";
+import { keyToSave, planOvcli, savedConnection } from "./ovcli.ts";
 import {
   homesFile,
   hooksRun,
@@ -41,7 +45,6 @@ import {
   versionsDir,
   versionsUsedBy,
 } from "./program.ts";
-import { classifyManifest, hookEntries, PLUGIN_ID } from "./spec.ts";
 import { outsideHooksProblem, planConfigInstall, planConfigUninstall } from "./toml-block.ts";
 import {
   carryOut,

@@ -7,7 +7,7 @@ import { structuredPatch } from "diff";
 import { writeFileAtomic } from "../lib/fs.ts";
 import { dirName, type Env, isAbsolutePath, joinPath, processEnv } from "../lib/paths.ts";
 import { invocationCwd } from "../lib/self.ts";
-import { currentOs, currentSelf, type OsFamily, type Self } from "./placement.ts";
+import { currentOs, currentSelf, type OsFamily, type Self } from "./spec.ts";
 import { type CredentialArgs, maskSecrets } from "./ovcli.ts";
 
 /** Where messages go (tests capture them). */
@@ -287,20 +287,16 @@ export async function swapIn(
   return { undo, end };
 }
 
-/** What a {@link swapStep} puts in place (no `make`: it removes `path`). */
-export interface Swap {
-  describe: string;
-  path: string;
-  message: string;
-  make?: (tmp: string) => Promise<void>;
-  keepAs?: string;
-  privateDir?: boolean;
-  check?: () => Promise<string | undefined>;
-  change?: FileChange;
-}
-
-/** The step doing one {@link swapIn}; its file-system errors in words. */
-export function swapStep(s: Swap): Step {
+/** The step doing one {@link swapIn} of `path` (no `make`: it removes `path`); its file-system errors in words. */
+export function swapStep(
+  s: Pick<Step, "describe" | "check" | "change"> & {
+    path: string;
+    message: string;
+    make?: (tmp: string) => Promise<void>;
+    keepAs?: string;
+    privateDir?: boolean;
+  },
+): Step {
   return {
     describe: s.describe,
     check: s.check,
@@ -351,9 +347,8 @@ export async function writeTree(
 }
 
 /** Writes `text` at `path` (temp + fsync + rename, `mode`, parents made). */
-function writeText(path: string, text: string, mode = 0o600): Promise<void> {
-  return writeFileAtomic(path, text, { mode, privateDir: false, durable: true });
-}
+const writeText = (path: string, text: string, mode = 0o600) =>
+  writeFileAtomic(path, text, { mode, privateDir: false, durable: true });
 
 /** The mode `change` writes `path` with: the file's own when it is there (unless it holds a key), else 0600. */
 async function keptMode(path: string, change: FileChange): Promise<number> {
