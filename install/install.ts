@@ -390,9 +390,10 @@ async function planCredentials(
   const moved = await installedHomes(ctx.env, home);
   if (url !== saved.url && moved.length) {
     // Every home reads the one ovcli.conf: the new address is theirs too.
-    const each = (verb: string) =>
-      `Note: ${moved.map((h) => `the Kimi home ${h} shares ${path}: it ${verb} ${url} too`).join("; ")}.`;
-    plan.notes.push({ planned: each("would then use"), done: each("now uses") });
+    const verb = (p: boolean) => p ? "would then use" : "now uses";
+    plan.notes.push((p) =>
+      `Note: ${moved.map((h) => `the Kimi home ${h} shares ${path}: it ${verb(p)} ${url} too`).join("; ")}.`
+    );
   }
   if (url !== saved.url) {
     // Writes queued for another address wait for it: say so, and how they go there.
@@ -402,16 +403,12 @@ async function planCredentials(
     if (away) plan.notes.push(`Note: ${away.summary}: ${away.fix}.`);
   }
   const change: FileChange = { path, before, after: ov.after, backup: "bak", secret: true };
-  const step = fileStep(change, "connection settings");
   const kept = before === undefined ? "" : ` (the previous file kept as ${path}.bak)`;
-  plan.steps.push({
-    change,
+  const step = fileStep(change, "connection settings", {
     describe: `${before === undefined ? "create" : "update"} ${path}: ${ov.steps.join(", ")}${kept}`,
-    run: async () => ({
-      ...await step.run(),
-      message: `connection settings saved to ${path}${kept}: ${ov.summary.join(", ")}`,
-    }),
+    message: `connection settings saved to ${path}${kept}: ${ov.summary.join(", ")}`,
   });
+  plan.steps.push({ ...step, change });
   return undefined;
 }
 

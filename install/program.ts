@@ -117,12 +117,10 @@ async function checkoutProgram(ctx: Context, root: string, plan: Plan): Promise<
     command: placement.launcher,
     pluginBin: { path: `bin/${EXECUTABLE_NAME}`, content: placement.launcherText, mode: 0o700 },
     source: placement.source,
-    note: {
-      done: `The hooks run the program copy ${placement.dir} with ${deno}, not this checkout: moving or ` +
-        "deleting the checkout changes nothing; run install again to update them.",
-      planned: `The hooks would run the program copy ${placement.dir} with ${deno}, not this checkout: ` +
-        "moving or deleting the checkout would change nothing; run install again to update them.",
-    },
+    note: (p) =>
+      `The hooks ${p ? "would run" : "run"} the program copy ${placement.dir} with ${deno}, not this ` +
+      `checkout: moving or deleting the checkout ${p ? "would change" : "changes"} nothing; run install ` +
+      "again to update them.",
     keep: copy.id,
   };
 }
@@ -134,10 +132,7 @@ function pathNote(env: Env, path: string): Note {
     ? `(${dir} is on PATH)`
     : `— ${dir} is not on PATH: add it (\`export PATH="${dir}:$PATH"\` in ~/.profile or your shell's rc ` +
       `file), or run ${path}`;
-  return {
-    done: `Command: openviking-kimi is ${path} ${where}.`,
-    planned: `Command: openviking-kimi would be ${path} ${where}.`,
-  };
+  return (p) => `Command: openviking-kimi ${p ? "would be" : "is"} ${path} ${where}.`;
 }
 
 /** Plans the PATH command as our link to `target` (made, or moved when ours); never over a file not ours. */
@@ -190,7 +185,7 @@ export async function planProgram(
 
 /** The note naming the command the hooks run (would run, in a dry run). */
 export function hooksRun(command: string): Note {
-  return { done: `Hooks run: ${command}`, planned: `Hooks would run: ${command}` };
+  return (p) => `Hooks ${p ? "would run" : "run"}: ${command}`;
 }
 
 /** The entry points bundled, and the file each becomes. */
@@ -389,13 +384,8 @@ export async function recordStep(
   const [listed, lines] = [linesOf(before), edit(linesOf(before))];
   if (lines.length === listed.length && lines.every((l, i) => l === listed[i])) return undefined;
   const after = lines.length ? `${lines.join("\n")}\n` : undefined;
-  const step = fileStep({ path, before, after, backup: "none" }, describe);
-  return {
-    ...step,
-    describe,
-    check: () => checkCreatable(path),
-    run: async () => ({ ...await step.run(), message: undefined }),
-  };
+  const step = fileStep({ path, before, after, backup: "none" }, describe, { describe, message: "" });
+  return { ...step, check: () => checkCreatable(path) };
 }
 
 /** An edit of a record's lines adding `lines` not there yet. */
