@@ -6,7 +6,7 @@
  */
 
 import { serverChecks } from "./check.ts";
-import { hasUpstream, kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
+import { kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
 import {
   findRecord,
   parseJson,
@@ -342,13 +342,15 @@ async function refreshInstalledPrompt(ctx: Context, root: string, answers: boole
   );
 }
 
-/** Why OpenViking's own plugin stands in the way, where it is registered, and how to remove it. */
-function upstreamMessage(state: KimiState): string {
-  const found: string[] = [];
-  if (state.plugin?.owner === "upstream") found.push(`the "${PLUGIN_ID}" plugin in ${state.paths.registry}`);
-  if (state.blocks.some((b) => b.owner === "upstream")) found.push(`its block in ${state.paths.config}`);
-  if (state.upstreamHooks.length) found.push(`its [[hooks]] in ${state.paths.config}`);
-  if (state.mcpOwner === "upstream") found.push(`its "openviking" server in ${state.paths.mcp}`);
+/** Why OpenViking's own plugin stands in the way (its enabled record, block, hooks or MCP entry), or undefined. */
+function upstreamProblem({ plugin, paths, blocks, upstreamHooks, mcpOwner }: KimiState): string | undefined {
+  const found = [
+    plugin?.owner === "upstream" && plugin.enabled && `the "${PLUGIN_ID}" plugin in ${paths.registry}`,
+    blocks.some((b) => b.owner === "upstream") && `its block in ${paths.config}`,
+    upstreamHooks.length > 0 && `its [[hooks]] in ${paths.config}`,
+    mcpOwner === "upstream" && `its "openviking" server in ${paths.mcp}`,
+  ].filter((f) => typeof f === "string");
+  if (!found.length) return undefined;
   return `OpenViking's own Kimi Code plugin is registered (${
     found.join(", ")
   }). With both, every turn would be ` +
@@ -440,7 +442,8 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
         "Kimi Code installed? `npm install -g @moonshot-ai/kimi-code`, or pass --kimi-home).",
     );
   }
-  if (hasUpstream(state)) return refuse(upstreamMessage(state));
+  const upstream = upstreamProblem(state);
+  if (upstream) return refuse(upstream);
   if (ctx.self.kind !== "compiled" && ctx.os === "windows") {
     return refuse(
       "on Windows, install from the release binary (openviking-kimi-x86_64-pc-windows-msvc.exe or " +

@@ -108,7 +108,7 @@ async function checkoutProgram(ctx: Context, root: string, plan: Plan): Promise<
   try {
     flags = await productionFlags(root);
     // Built by the Deno running install (whose `deno bundle` this relies on); run by the recorded one.
-    copy = await buildCopy(root, Deno.execPath(), flags);
+    copy = await buildCopy(root, flags);
   } catch (error) {
     return `cannot install from the checkout ${root}: ${(error as Error).message}`;
   }
@@ -195,7 +195,7 @@ const ENTRIES: readonly { source: string; out: string }[] = [
 ];
 
 /** A built program copy: its id and its files (not yet placed anywhere). */
-export interface BuiltCopy {
+interface BuiltCopy {
   id: string;
   files: { name: string; bytes: Uint8Array }[];
   /** Total size in bytes. */
@@ -270,15 +270,15 @@ const comparable = (bytes: Uint8Array) => new TextDecoder().decode(bytes).replac
 
 const builds = new Map<string, Promise<BuiltCopy>>();
 
-/** Builds (once per process and checkout) the program copy of the checkout at `root` with `deno`. */
-export function buildCopy(root: string, deno: string, flags: readonly string[]): Promise<BuiltCopy> {
-  const key = [root, deno, ...flags].join("\0");
+/** Builds (once per process and checkout) the program copy of the checkout at `root`. */
+function buildCopy(root: string, flags: readonly string[]): Promise<BuiltCopy> {
+  const key = [root, ...flags].join("\0");
   let build = builds.get(key);
   if (!build) {
     build = (async () => {
       const tmp = await Deno.makeTempDir({ prefix: "openviking-kimi-copy-" });
       try {
-        const failed = await bundleInto(root, deno, flags, tmp);
+        const failed = await bundleInto(root, Deno.execPath(), flags, tmp);
         if (failed) throw new Error(failed);
         const files = await Promise.all(
           ENTRIES.map(async (e) => ({ name: e.out, bytes: await Deno.readFile(joinPath(tmp, e.out)) })),
