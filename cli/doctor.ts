@@ -14,9 +14,15 @@ import { alarmWords, askAlarm } from "../memory/extraction.ts";
 import { clientOptions, createClient } from "../openviking/client.ts";
 import { type Check, checkOf, serverChecks } from "../install/check.ts";
 import { kimiHomeFor, type KimiState, readKimiState } from "../install/detect.ts";
-import { denoNotFound, findDeno, isExecutable, launcherInfo } from "../install/launcher.ts";
-import { currentOs, type OsFamily } from "../install/placement.ts";
-import { isOurHookCommand, isUpstreamHookCommand, MCP_SERVER_NAME, PLUGIN_ID } from "../install/spec.ts";
+import { denoNotFound, findDeno, isExecutable, launcherInfo } from "../install/program.ts";
+import {
+  currentOs,
+  isOurHookCommand,
+  isUpstreamHookCommand,
+  MCP_SERVER_NAME,
+  type OsFamily,
+  PLUGIN_ID,
+} from "../install/spec.ts";
 import { parseJsonOrUndefined, readTextIfExists, unwritableReason } from "../lib/fs.ts";
 import { asRecord, isRecord } from "../lib/parsed.ts";
 import { printable, reportJson } from "../lib/neutralize.ts";

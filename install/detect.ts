@@ -147,10 +147,3 @@ export async function readKimiState(home: string): Promise<KimiState> {
   }
   return state;
 }
-
-/** Whether OpenViking's own Kimi plugin is registered (its enabled plugin record, block, hooks or MCP entry). */
-export function hasUpstream(state: KimiState): boolean {
-  return (state.plugin?.owner === "upstream" && state.plugin.enabled) ||
-    state.blocks.some((b) => b.owner === "upstream") ||
-    state.upstreamHooks.length > 0 || state.mcpOwner === "upstream";
-}

@@ -6,7 +6,7 @@
  */
 
 import { serverChecks } from "./check.ts";
-import { hasUpstream, kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
+import { kimiHomeFor, type KimiState, readKimiState } from "./detect.ts";
 import {
   findRecord,
   parseJson,
@@ -17,16 +17,20 @@ import {
   planRegistryUninstall,
 } from "./json-files.ts";
 import { purgeCommitStep } from "./purge-commits.ts";
-import { manifestText, pluginMemoryFiles } from "./kimi-home.ts";
-import { keyToSave, planOvcli, savedConnection } from "./ovcli.ts";
 import {
+  classifyManifest,
   commandAt,
   configCommandPrefix,
   configMcpEntry,
+  hookEntries,
   installedBinaryPath,
+  manifestText,
   pathCommand,
+  PLUGIN_ID,
+  pluginMemoryFiles,
   sameBytes,
-} from "./placement.ts";
+} from "./spec.ts";
+import { keyToSave, planOvcli, savedConnection } from "./ovcli.ts";
 import {
   homesFile,
   hooksRun,
@@ -42,7 +46,6 @@ import {
   versionsLeftFor,
   versionsUsedBy,
 } from "./program.ts";
-import { classifyManifest, hookEntries, PLUGIN_ID } from "./spec.ts";
 import { outsideHooksProblem, planConfigInstall, planConfigUninstall } from "./toml-block.ts";
 import {
   carryOut,
@@ -340,13 +343,15 @@ async function refreshInstalledPrompt(ctx: Context, root: string, answers: boole
   );
 }
 
-/** Why OpenViking's own plugin stands in the way, where it is registered, and how to remove it. */
-function upstreamMessage(state: KimiState): string {
-  const found: string[] = [];
-  if (state.plugin?.owner === "upstream") found.push(`the "${PLUGIN_ID}" plugin in ${state.paths.registry}`);
-  if (state.blocks.some((b) => b.owner === "upstream")) found.push(`its block in ${state.paths.config}`);
-  if (state.upstreamHooks.length) found.push(`its [[hooks]] in ${state.paths.config}`);
-  if (state.mcpOwner === "upstream") found.push(`its "openviking" server in ${state.paths.mcp}`);
+/** Why OpenViking's own plugin stands in the way (its enabled record, block, hooks or MCP entry), or undefined. */
+function upstreamProblem({ plugin, paths, blocks, upstreamHooks, mcpOwner }: KimiState): string | undefined {
+  const found = [
+    plugin?.owner === "upstream" && plugin.enabled && `the "${PLUGIN_ID}" plugin in ${paths.registry}`,
+    blocks.some((b) => b.owner === "upstream") && `its block in ${paths.config}`,
+    upstreamHooks.length > 0 && `its [[hooks]] in ${paths.config}`,
+    mcpOwner === "upstream" && `its "openviking" server in ${paths.mcp}`,
+  ].filter((f) => typeof f === "string");
+  if (!found.length) return undefined;
   return `OpenViking's own Kimi Code plugin is registered (${
     found.join(", ")
   }). With both, every turn would be ` +
@@ -388,9 +393,10 @@ async function planCredentials(
   const moved = await installedHomes(ctx.env, home);
   if (url !== saved.url && moved.length) {
     // Every home reads the one ovcli.conf: the new address is theirs too.
-    const each = (verb: string) =>
-      `Note: ${moved.map((h) => `the Kimi home ${h} shares ${path}: it ${verb} ${url} too`).join("; ")}.`;
-    plan.notes.push({ planned: each("would then use"), done: each("now uses") });
+    const verb = (p: boolean) => p ? "would then use" : "now uses";
+    plan.notes.push((p) =>
+      `Note: ${moved.map((h) => `the Kimi home ${h} shares ${path}: it ${verb(p)} ${url} too`).join("; ")}.`
+    );
   }
   if (url !== saved.url) {
     // Writes queued for another address wait for it: say so, and how they go there.
@@ -400,16 +406,12 @@ async function planCredentials(
     if (away) plan.notes.push(`Note: ${away.summary}: ${away.fix}.`);
   }
   const change: FileChange = { path, before, after: ov.after, backup: "bak", secret: true };
-  const step = fileStep(change, "connection settings");
   const kept = before === undefined ? "" : ` (the previous file kept as ${path}.bak)`;
-  plan.steps.push({
-    change,
+  const step = fileStep(change, "connection settings", {
     describe: `${before === undefined ? "create" : "update"} ${path}: ${ov.steps.join(", ")}${kept}`,
-    run: async () => ({
-      ...await step.run(),
-      message: `connection settings saved to ${path}${kept}: ${ov.summary.join(", ")}`,
-    }),
+    message: `connection settings saved to ${path}${kept}: ${ov.summary.join(", ")}`,
   });
+  plan.steps.push({ ...step, change });
   return undefined;
 }
 
@@ -441,7 +443,8 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
         "Kimi Code installed? `npm install -g @moonshot-ai/kimi-code`, or pass --kimi-home).",
     );
   }
-  if (hasUpstream(state)) return refuse(upstreamMessage(state));
+  const upstream = upstreamProblem(state);
+  if (upstream) return refuse(upstream);
   if (ctx.self.kind !== "compiled" && ctx.os === "windows") {
     return refuse(
       "on Windows, install from the release binary (openviking-kimi-x86_64-pc-windows-msvc.exe or " +

@@ -43,22 +43,17 @@ interface Layout {
   comma: string;
 }
 
-/** `value` in `layout`; continuation lines start with `base`. */
+/** `value` in `layout`; continuation lines start with `base` (JSON.stringify breaks lines only between members). */
 function render(value: unknown, layout: Layout, base = ""): string {
-  const entries = Array.isArray(value)
-    ? value.map((v) => [undefined, v] as const)
-    : isRecord(value)
-    ? Object.entries(value)
-    : undefined;
-  if (!entries) return JSON.stringify(value) ?? "null";
-  const [open, close] = Array.isArray(value) ? "[]" : "{}";
-  if (entries.length === 0) return open + close;
-  const inner = layout.indent === undefined ? base : base + layout.indent;
-  const items = entries.map(([k, v]) =>
-    (k === undefined ? "" : JSON.stringify(k) + layout.colon) + render(v, layout, inner)
+  const lines = (JSON.stringify(value, null, "\t") ?? "null").split("\n").map((l) =>
+    l.replace(
+      /^(\t*)(?:("(?:[^"\\]|\\.)*"): )?/,
+      (_, tabs: string, key?: string) =>
+        (layout.indent ?? "").repeat(tabs.length) + (key === undefined ? "" : key + layout.colon),
+    )
   );
-  if (layout.indent === undefined) return open + items.join(layout.comma) + close;
-  return open + layout.eol + inner + items.join(`,${layout.eol}${inner}`) + layout.eol + base + close;
+  if (layout.indent !== undefined) return lines.join(layout.eol + base);
+  return lines.join("\n").replace(/,\n/g, layout.comma).replaceAll("\n", "");
 }
 
 const BREAK = /\r\n|\n|\r/;

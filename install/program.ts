@@ -1,9 +1,21 @@
-/** The program install registers (the binary, a program copy of a checkout, or a copy itself) and its steps. */
+/**
+ * The program install registers (the binary, a program copy of a checkout, or a copy itself) and its steps; the
+ * copy's launcher, which finds Deno (the recorded one, PATH, the usual places; `findDeno` the same search) and
+ * runs the bundle offline, without it (or its code) a hook silent, every other command saying why; the sweep.
+ */
 
 import { readKimiState } from "./detect.ts";
-import { launcherText } from "./launcher.ts";
-import { commandAt, executableFileName, installedBinaryPath, pathCommand, sameBytes } from "./placement.ts";
-import { EXECUTABLE_NAME, PLUGIN_ID } from "./spec.ts";
+import type { Check } from "./check.ts";
+import {
+  commandAt,
+  EXECUTABLE_NAME,
+  executableFileName,
+  installedBinaryPath,
+  type OsFamily,
+  pathCommand,
+  PLUGIN_ID,
+  sameBytes,
+} from "./spec.ts";
 import {
   checkCreatable,
   type Context,
@@ -20,7 +32,7 @@ import { parseJsonOrUndefined, readTextIfExists } from "../lib/fs.ts";
 import { asRecord } from "../lib/parsed.ts";
 import { sha256Hex } from "../lib/hash.ts";
 import { dirName, type Env, integrationDir, joinPath, kimiHome, orNoHome } from "../lib/paths.ts";
-import { COPY_FILES, COPY_RUN_FLAGS, productionFlags, releaseCopyLock } from "../lib/self.ts";
+import { COPY_FILES, COPY_RUN_FLAGS, productionFlags, releaseCopyLock, shellQuote } from "../lib/self.ts";
 import { VERSION } from "../lib/version.ts";
 
 /** The program the registrations run, once in place. */
@@ -96,7 +108,7 @@ async function checkoutProgram(ctx: Context, root: string, plan: Plan): Promise<
   try {
     flags = await productionFlags(root);
     // Built by the Deno running install (whose `deno bundle` this relies on); run by the recorded one.
-    copy = await buildCopy(root, Deno.execPath(), flags);
+    copy = await buildCopy(root, flags);
   } catch (error) {
     return `cannot install from the checkout ${root}: ${(error as Error).message}`;
   }
@@ -105,12 +117,10 @@ async function checkoutProgram(ctx: Context, root: string, plan: Plan): Promise<
     command: placement.launcher,
     pluginBin: { path: `bin/${EXECUTABLE_NAME}`, content: placement.launcherText, mode: 0o700 },
     source: placement.source,
-    note: {
-      done: `The hooks run the program copy ${placement.dir} with ${deno}, not this checkout: moving or ` +
-        "deleting the checkout changes nothing; run install again to update them.",
-      planned: `The hooks would run the program copy ${placement.dir} with ${deno}, not this checkout: ` +
-        "moving or deleting the checkout would change nothing; run install again to update them.",
-    },
+    note: (p) =>
+      `The hooks ${p ? "would run" : "run"} the program copy ${placement.dir} with ${deno}, not this ` +
+      `checkout: moving or deleting the checkout ${p ? "would change" : "changes"} nothing; run install ` +
+      "again to update them.",
     keep: copy.id,
   };
 }
@@ -122,10 +132,7 @@ function pathNote(env: Env, path: string): Note {
     ? `(${dir} is on PATH)`
     : `— ${dir} is not on PATH: add it (\`export PATH="${dir}:$PATH"\` in ~/.profile or your shell's rc ` +
       `file), or run ${path}`;
-  return {
-    done: `Command: openviking-kimi is ${path} ${where}.`,
-    planned: `Command: openviking-kimi would be ${path} ${where}.`,
-  };
+  return (p) => `Command: openviking-kimi ${p ? "would be" : "is"} ${path} ${where}.`;
 }
 
 /** Plans the PATH command as our link to `target` (made, or moved when ours); never over a file not ours. */
@@ -178,7 +185,7 @@ export async function planProgram(
 
 /** The note naming the command the hooks run (would run, in a dry run). */
 export function hooksRun(command: string): Note {
-  return { done: `Hooks run: ${command}`, planned: `Hooks would run: ${command}` };
+  return (p) => `Hooks ${p ? "would run" : "run"}: ${command}`;
 }
 
 /** The entry points bundled, and the file each becomes. */
@@ -188,7 +195,7 @@ const ENTRIES: readonly { source: string; out: string }[] = [
 ];
 
 /** A built program copy: its id and its files (not yet placed anywhere). */
-export interface BuiltCopy {
+interface BuiltCopy {
   id: string;
   files: { name: string; bytes: Uint8Array }[];
   /** Total size in bytes. */
@@ -258,29 +265,20 @@ async function bundleInto(
 /** An npm package's path in Deno's cache as a bundle names it (relative to the checkout: `../../…/npm/registry.npmjs.org/`). */
 const NPM_CACHE_PATH = /(?:\.\.\/)*[^\s"'`]*?\/npm\/registry\.npmjs\.org\//g;
 
-/** The bundles' bytes with where Deno's npm cache is left out: what the version hashes (same code, same id). */
-function comparable(bytes: Uint8Array): Uint8Array {
-  const text = new TextDecoder().decode(bytes).replace(NPM_CACHE_PATH, "<npm>/");
-  return new TextEncoder().encode(text);
-}
-
-/** Whether two bundles hold the same code: their bytes alike once where Deno's npm cache is is left out. */
-function sameCode(a: Uint8Array, b: Uint8Array): boolean {
-  const [x, y] = [comparable(a), comparable(b)];
-  return x.length === y.length && x.every((v, i) => v === y[i]);
-}
+/** The bundles' text with where Deno's npm cache is left out: what the version hashes (same code, same id). */
+const comparable = (bytes: Uint8Array) => new TextDecoder().decode(bytes).replace(NPM_CACHE_PATH, "<npm>/");
 
 const builds = new Map<string, Promise<BuiltCopy>>();
 
-/** Builds (once per process and checkout) the program copy of the checkout at `root` with `deno`. */
-export function buildCopy(root: string, deno: string, flags: readonly string[]): Promise<BuiltCopy> {
-  const key = [root, deno, ...flags].join("\0");
+/** Builds (once per process and checkout) the program copy of the checkout at `root`. */
+function buildCopy(root: string, flags: readonly string[]): Promise<BuiltCopy> {
+  const key = [root, ...flags].join("\0");
   let build = builds.get(key);
   if (!build) {
     build = (async () => {
       const tmp = await Deno.makeTempDir({ prefix: "openviking-kimi-copy-" });
       try {
-        const failed = await bundleInto(root, deno, flags, tmp);
+        const failed = await bundleInto(root, Deno.execPath(), flags, tmp);
         if (failed) throw new Error(failed);
         const files = await Promise.all(
           ENTRIES.map(async (e) => ({ name: e.out, bytes: await Deno.readFile(joinPath(tmp, e.out)) })),
@@ -334,7 +332,7 @@ async function planCopy(
   const intact = await Deno.stat(joinPath(dir, COPY_FILES.lock)).then((s) => s.isFile, () => false) &&
     (await Promise.all(
       copy.files.map((f) =>
-        Deno.readFile(joinPath(dir, f.name)).then((b) => sameCode(b, f.bytes), () => false)
+        Deno.readFile(joinPath(dir, f.name)).then((b) => comparable(b) === comparable(f.bytes), () => false)
       ),
     )).every(Boolean);
   if (intact) {
@@ -386,13 +384,8 @@ export async function recordStep(
   const [listed, lines] = [linesOf(before), edit(linesOf(before))];
   if (lines.length === listed.length && lines.every((l, i) => l === listed[i])) return undefined;
   const after = lines.length ? `${lines.join("\n")}\n` : undefined;
-  const step = fileStep({ path, before, after, backup: "none" }, describe);
-  return {
-    ...step,
-    describe,
-    check: () => checkCreatable(path),
-    run: async () => ({ ...await step.run(), message: undefined }),
-  };
+  const step = fileStep({ path, before, after, backup: "none" }, describe, { describe, message: "" });
+  return { ...step, check: () => checkCreatable(path) };
 }
 
 /** An edit of a record's lines adding `lines` not there yet. */
@@ -578,4 +571,151 @@ export async function sweepStep(
     };
   }
   return undefined;
+}
+
+/** What a launcher needs to know. */
+export interface LauncherSpec {
+  /** The copy's directory. */
+  dir: string;
+  /** The Deno install used. */
+  deno: string;
+  /** The production flags (deno.json's `cli` task). */
+  flags: readonly string[];
+  version: string;
+  id: string;
+  /** The checkout the copy was built from. */
+  source: string;
+}
+
+/** A failing doctor check. */
+type Failing = Check & { status: "fail"; fix: string };
+
+const MARKER = "# openviking-kimi copy ";
+
+/** Where else Deno usually lives, in search order: `$VAR/path` (an absolute VAR only) or a fixed path; `*` a glob. */
+const USUAL: readonly { base?: "DENO_INSTALL" | "HOME" | "NVM_DIR"; path: string }[] = [
+  { base: "DENO_INSTALL", path: "bin/deno" },
+  { base: "HOME", path: ".deno/bin/deno" },
+  { base: "HOME", path: ".local/bin/deno" },
+  { path: "/opt/homebrew/bin/deno" },
+  { path: "/usr/local/bin/deno" },
+  { path: "/usr/bin/deno" },
+  { base: "NVM_DIR", path: "versions/node/*/bin/deno" },
+];
+
+const USUAL_WORDS =
+  "~/.deno/bin, ~/.local/bin, $DENO_INSTALL/bin, /opt/homebrew/bin, /usr/local/bin, /usr/bin, nvm's Node versions";
+
+const install = (mode?: "config" | "plugin") =>
+  mode === undefined
+    ? "`deno task -q install` (with `--mode plugin` for plugin mode)"
+    : `\`deno task -q install${mode === "plugin" ? " --mode plugin" : ""}\``;
+
+/** The failing check of a copy whose Deno is gone: what is missing and how to get it back. */
+export function denoNotFound(
+  spec: Pick<LauncherSpec, "deno" | "source"> & { mode?: "config" | "plugin" },
+): Failing {
+  return {
+    id: "deno",
+    status: "fail",
+    summary: `Deno not found at ${spec.deno} (the one install used), on PATH or in the usual places ` +
+      `(${USUAL_WORDS}): the hooks do nothing and the MCP server cannot start`,
+    fix:
+      `reinstall with: install Deno 2 (\`npm install -g deno\`, or see https://deno.com), then run ${
+        install(spec.mode)
+      } ` +
+      `in an openviking-kimi checkout (this copy was built from ${spec.source}); or install a release binary, which needs no Deno`,
+  };
+}
+
+/** What a launcher whose copy lost its code (the version directory moved or deleted, a bundle missing) says. */
+const copyIncomplete = (spec: Pick<LauncherSpec, "dir" | "source">) =>
+  `the program copy ${spec.dir} is gone or incomplete (${COPY_FILES.main} or ${COPY_FILES.hook} is missing); ` +
+  `run install again: ${install()} in an openviking-kimi checkout (this copy was built from ${spec.source}); ` +
+  "or install a release binary, which needs no Deno";
+
+/** A check in one line: "Deno not found at …; reinstall with …". */
+const oneLine = (c: Failing) => `${c.summary.replace(/: the hooks do nothing.*$/, "")}; ${c.fix}`;
+
+/** The launcher's text: a POSIX sh script (a checkout installs on POSIX systems only). */
+export function launcherText(spec: LauncherSpec): string {
+  const marker = JSON.stringify({ dir: spec.dir, deno: spec.deno, id: spec.id });
+  const run = [...spec.flags, ...COPY_RUN_FLAGS].map(shellQuote).join(" ");
+  const usual = USUAL.map((p) => (p.base ? `"$${p.base[0].toLowerCase()}"/${p.path}` : p.path)).join(" ");
+  return `#!/bin/sh
+# openviking-kimi ${spec.version}: runs the program copy in ${spec.dir}
+# (bundled from ${spec.source.replace(/\n/g, " ")} by \`openviking-kimi install\`) with Deno, offline.
+${MARKER}${marker}
+dir=${shellQuote(spec.dir)}
+deno=${shellQuote(spec.deno)}
+if [ ! -f "$deno" ] || [ ! -x "$deno" ]; then
+  deno=
+  case \${DENO_INSTALL:-} in /*) d=$DENO_INSTALL ;; *) d=/nonexistent ;; esac
+  case \${HOME:-} in /*) h=$HOME ;; *) h=/nonexistent ;; esac
+  case \${NVM_DIR:-} in /*) n=$NVM_DIR ;; *) n=$h/.nvm ;; esac
+  for x in "$(command -v deno 2>/dev/null)" ${usual}; do
+    if [ -f "$x" ] && [ -x "$x" ]; then deno=$x; break; fi
+  done
+fi
+entry=${COPY_FILES.main}
+if [ "$1" = hook ] && [ "$#" -eq 2 ]; then case $2 in -*) ;; *) entry=${COPY_FILES.hook} ;; esac; fi
+if [ -n "$deno" ] && [ -f "$dir/$entry" ]; then
+  umask 077
+  DENO_DIR="$dir/${COPY_FILES.denoDir}" exec "$deno" run ${run} "$dir/$entry" "$@"
+fi
+# No Deno, or the copy's code is gone: a hook stays silent (Kimi must never break); the rest say why.
+if [ -z "$deno" ]; then why=${shellQuote(oneLine(denoNotFound(spec)))}
+else why=${shellQuote(copyIncomplete(spec))}; fi
+if [ "$1" = hook ]; then [ -t 0 ] || cat >/dev/null 2>&1; exit 0; fi
+printf 'openviking-kimi: %s\\n' "$why" >&2
+exit 1
+`;
+}
+
+/** What a launcher says of its copy (its marker line), or undefined when the text is not a launcher. */
+export function launcherInfo(text: string): { dir: string; deno: string; id: string } | undefined {
+  const line = text.split(/\r?\n/).find((l) => l.startsWith(MARKER));
+  try {
+    const { dir, deno, id } = JSON.parse(line!.slice(line!.indexOf("{"))) as Record<string, unknown>;
+    return typeof dir === "string" && typeof deno === "string" && typeof id === "string"
+      ? { dir, deno, id }
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `path` is an executable file. */
+export async function isExecutable(path: string, os: OsFamily): Promise<boolean> {
+  const info = await Deno.stat(path).catch(() => undefined);
+  return !!info?.isFile && (os === "windows" || ((info.mode ?? 0) & 0o111) !== 0);
+}
+
+/** The Deno the launcher would run: the recorded one, then PATH, then the usual places; undefined: none. */
+export async function findDeno(recorded: string, env: Env): Promise<string | undefined> {
+  const path = (env.PATH ?? "").split(":").filter(Boolean).map((d) => joinPath(d, "deno"));
+  const absolute = (v: string | undefined) => (v?.startsWith("/") ? v : undefined);
+  const bases = {
+    DENO_INSTALL: absolute(env.DENO_INSTALL),
+    HOME: absolute(env.HOME),
+    NVM_DIR: absolute(env.NVM_DIR) ?? `${absolute(env.HOME) ?? "/nonexistent"}/.nvm`,
+  };
+  const usual = USUAL.flatMap((p) => {
+    const base = p.base ? bases[p.base] : "";
+    return base === undefined ? [] : [p.base ? joinPath(base, p.path) : p.path];
+  });
+  for (const candidate of [recorded, ...path, ...usual]) {
+    const star = candidate.indexOf("*");
+    const found = star < 0 ? [candidate] : await glob(candidate, star);
+    for (const f of found) if (await isExecutable(f, "posix")) return f;
+  }
+  return undefined;
+}
+
+/** The paths a pattern with one `*` in a directory name names, sorted. */
+async function glob(pattern: string, star: number): Promise<string[]> {
+  const parent = pattern.slice(0, pattern.lastIndexOf("/", star));
+  const rest = pattern.slice(pattern.indexOf("/", star));
+  const names = await Array.fromAsync(Deno.readDir(parent), (e) => e.name).catch(() => [] as string[]);
+  return names.sort().map((n) => `${parent}/${n}${rest}`);
 }

@@ -7,7 +7,7 @@ import { structuredPatch } from "diff";
 import { writeFileAtomic } from "../lib/fs.ts";
 import { dirName, type Env, isAbsolutePath, joinPath, processEnv } from "../lib/paths.ts";
 import { invocationCwd } from "../lib/self.ts";
-import { currentOs, currentSelf, type OsFamily, type Self } from "./placement.ts";
+import { currentOs, currentSelf, type OsFamily, type Self } from "./spec.ts";
 import { type CredentialArgs, maskSecrets } from "./ovcli.ts";
 
 /** Where messages go (tests capture them). */
@@ -52,8 +52,8 @@ export async function defaultContext(): Promise<Context> {
   };
 }
 
-/** A note after the run: the same words always, or what is said once done and what a dry run says would be. */
-export type Note = string | { done: string; planned: string };
+/** A note after the run: the same words always, or its words once done (or, `planned`, as a dry run says them). */
+export type Note = string | ((planned: boolean) => string);
 
 /** What a step did: its message, what it changed (named by a rollback), its undo, and what ends it once all succeeded. */
 export interface Done {
@@ -287,20 +287,16 @@ export async function swapIn(
   return { undo, end };
 }
 
-/** What a {@link swapStep} puts in place (no `make`: it removes `path`). */
-export interface Swap {
-  describe: string;
-  path: string;
-  message: string;
-  make?: (tmp: string) => Promise<void>;
-  keepAs?: string;
-  privateDir?: boolean;
-  check?: () => Promise<string | undefined>;
-  change?: FileChange;
-}
-
-/** The step doing one {@link swapIn}; its file-system errors in words. */
-export function swapStep(s: Swap): Step {
+/** The step doing one {@link swapIn} of `path` (no `make`: it removes `path`); its file-system errors in words. */
+export function swapStep(
+  s: Pick<Step, "describe" | "check" | "change"> & {
+    path: string;
+    message: string;
+    make?: (tmp: string) => Promise<void>;
+    keepAs?: string;
+    privateDir?: boolean;
+  },
+): Step {
   return {
     describe: s.describe,
     check: s.check,
@@ -351,9 +347,8 @@ export async function writeTree(
 }
 
 /** Writes `text` at `path` (temp + fsync + rename, `mode`, parents made). */
-function writeText(path: string, text: string, mode = 0o600): Promise<void> {
-  return writeFileAtomic(path, text, { mode, privateDir: false, durable: true });
-}
+const writeText = (path: string, text: string, mode = 0o600) =>
+  writeFileAtomic(path, text, { mode, privateDir: false, durable: true });
 
 /** The mode `change` writes `path` with: the file's own when it is there (unless it holds a key), else 0600. */
 async function keptMode(path: string, change: FileChange): Promise<number> {
@@ -361,12 +356,19 @@ async function keptMode(path: string, change: FileChange): Promise<number> {
   return info?.isFile && info.mode !== null ? info.mode & 0o7777 : 0o600;
 }
 
-/** The step writing one planned change (and its `.bak`), through a symlink to where it points. */
-export function fileStep(change: FileChange, what: string): Step {
+/**
+ * The step writing one planned change (and its `.bak`), through a symlink to where it points; `say` in place
+ * of the words made of `what` (a `message` of "" says nothing).
+ */
+export function fileStep(
+  change: FileChange,
+  what: string,
+  say: { describe?: string; message?: string } = {},
+): Step {
   const { path, before, after } = change;
   const verb = after === undefined ? "delete" : before === undefined ? "create" : "update";
   return {
-    describe: `${verb} ${path} (${what})`,
+    describe: say.describe ?? `${verb} ${path} (${what})`,
     removes: after === undefined ? path : undefined,
     run: async () => {
       const swaps: { undo: () => Promise<void>; end: () => Promise<void> }[] = [];
@@ -387,7 +389,7 @@ export function fileStep(change: FileChange, what: string): Step {
           await swapIn(target, after === undefined ? undefined : (tmp) => writeText(tmp, after, mode)),
         );
         return {
-          message: bak ? `${what}: ${path} (previous copy in ${bak})` : `${what}: ${path}`,
+          message: say.message ?? (bak ? `${what}: ${path} (previous copy in ${bak})` : `${what}: ${path}`),
           changed: path,
           undo,
           commit: async () => void (await Promise.all(swaps.map((swap) => swap.end()))),
@@ -449,7 +451,7 @@ export function fail(out: Output, command: Outcome["command"], message: string):
 
 /** Prints the plan's notes, as done or (`planned`) as a dry run says them. */
 function sayNotes(plan: Plan, out: Output, planned = false): void {
-  for (const n of plan.notes) out.info(typeof n === "string" ? n : planned ? n.planned : n.done);
+  for (const n of plan.notes) out.info(typeof n === "string" ? n : n(planned));
 }
 
 /** Takes the steps in order; when one fails, the ones taken are undone, last first. Returns the error, if any. */

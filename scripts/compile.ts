@@ -12,8 +12,7 @@
 
 import { checkoutRoot, flagsFromTask } from "../lib/self.ts";
 import { joinPath } from "../lib/paths.ts";
-import { manifestText, pluginMemoryFiles } from "../install/kimi-home.ts";
-import { EXECUTABLE_NAME } from "../install/spec.ts";
+import { EXECUTABLE_NAME, manifestText, pluginMemoryFiles } from "../install/spec.ts";
 
 /** Every target `deno compile --target` accepts (Deno 2.9). */
 export const TARGETS = [

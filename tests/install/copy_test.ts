@@ -17,7 +17,7 @@ import type { Context, InstallOptions } from "../../install/transaction.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
 import { versionsDir } from "../../install/program.ts";
 import { cloneCheckout, exists, installSandbox } from "./helpers.ts";
-import { launcherInfo } from "../../install/launcher.ts";
+import { launcherInfo } from "../../install/program.ts";
 import { COPY_FILES, COPY_RUN_FLAGS, productionFlags } from "../../lib/self.ts";
 import { VERSION } from "../../lib/version.ts";
 import { ROOT } from "../support/run.ts";

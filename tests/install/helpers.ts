@@ -2,7 +2,7 @@
 
 import { assertEquals } from "../support/assert.ts";
 import { denoEnv, ROOT, runCli } from "../support/run.ts";
-import { currentSelf, type Self } from "../../install/placement.ts";
+import { currentSelf, type Self } from "../../install/spec.ts";
 import type { Context, InstallOptions } from "../../install/transaction.ts";
 import type { runInstall } from "../../install/install.ts";
 import { VERSION } from "../../lib/version.ts";

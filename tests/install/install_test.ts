@@ -13,6 +13,7 @@ import { readKimiState } from "../../install/detect.ts";
 import { registrations } from "../../cli/doctor.ts";
 import { VERSION } from "../../lib/version.ts";
 import { BLOCK_BEGIN, BLOCK_END } from "../../install/spec.ts";
+import { skillText } from "../../memory/instructions.ts";
 import { enqueueMessages, keepRefused, queuedMessages, rejectedWrites } from "../support/queue.ts";
 
 const isWindows = Deno.build.os === "windows";
@@ -262,7 +263,7 @@ Deno.test("plugin mode from a compiled binary copies it to ./bin; a corrupt regi
   assertMatch(t.all(), /ERR .*installed\.json is not a Kimi plugin registry/);
 });
 
-Deno.test("switching modes replaces the other one: never registered twice", async () => {
+Deno.test("switching modes replaces the other one: never registered twice, one memory skill", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path);
   await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
@@ -270,15 +271,25 @@ Deno.test("switching modes replaces the other one: never registered twice", asyn
     const regs = registrations(await readKimiState(t.kimi));
     for (const [event, where] of regs) assertEquals(where, [expected], event);
   };
+  const skill = `${t.kimi}/skills/openviking-memory/SKILL.md`;
   await t.run(runInstall, { mode: "config" });
   await check("config.toml");
+  assertEquals(await read(skill), skillText("config"));
   await t.run(runInstall, { mode: "plugin" });
   await check("plugin openviking-memory");
   assertEquals(await read(`${t.kimi}/config.toml`), USER_CONFIG);
   assertEquals(await read(`${t.kimi}/mcp.json`), undefined);
+  assertEquals(await read(skill), undefined, "config mode's skill out: the plugin brings its own");
+  assertTrue(await read(`${t.plugin}/skills/openviking-memory/SKILL.md`) !== undefined);
   await t.run(runInstall, { mode: "config" });
   await check("config.toml");
-  assertEquals(await read(`${t.kimi}/plugins/managed/openviking-memory/kimi.plugin.json`), undefined);
+  assertEquals(await read(skill), skillText("config"));
+  assertEquals(await read(`${t.plugin}/kimi.plugin.json`), undefined);
+  assertEquals(
+    await read(`${t.plugin}/system-prompt.md`),
+    undefined,
+    "the plugin directory went, profile too",
+  );
   await t.run(runUninstall);
   assertEquals(await read(`${t.kimi}/config.toml`), USER_CONFIG);
 });

@@ -9,7 +9,7 @@
 import { assertEquals, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { runProcess } from "../support/run.ts";
-import { findDeno, launcherText } from "../../install/launcher.ts";
+import { findDeno, launcherText } from "../../install/program.ts";
 import { COPY_FILES } from "../../lib/self.ts";
 import { VERSION } from "../../lib/version.ts";
 

@@ -19,7 +19,7 @@ const NO_SERVER = { OPENVIKING_URL: "http://127.0.0.1:9", OPENVIKING_TIMEOUT_MS:
 
 const mode = async (path: string) => (await Deno.stat(path)).mode! & 0o777;
 
-Deno.test("plugin mode: the manifest points at the system prompt, the skill and the commands, all placed", async () => {
+Deno.test("plugin mode: the manifest points at the system prompt, the skill and the commands, all placed and private (an install fixes one placed 0644)", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path, NO_SERVER);
   await t.run(runInstall, { mode: "plugin" });
@@ -48,9 +48,23 @@ Deno.test("plugin mode: the manifest points at the system prompt, the skill and 
     /the plugin's system prompt has no profile yet \(OpenViking did not answer\)/,
   );
   assertStringIncludes(prompt, "Not loaded yet");
+  if (!posix) return;
+  const modes = async (d = t.plugin, out: Record<string, number> = {}) => {
+    for await (const e of Deno.readDir(d)) {
+      if (e.isDirectory) await modes(`${d}/${e.name}`, out);
+      else out[`${d}/${e.name}`.slice(t.plugin.length + 1)] = await mode(`${d}/${e.name}`);
+    }
+    return out;
+  };
+  for (const [path, m] of Object.entries(await modes())) {
+    assertEquals(m, path.startsWith("bin/") ? 0o700 : 0o600, `${path} is ${m.toString(8)}`);
+  }
+  await Deno.chmod(`${t.plugin}/kimi.plugin.json`, 0o644);
+  await t.run(runInstall, { mode: "plugin" });
+  assertEquals((await modes())["kimi.plugin.json"], 0o600);
 });
 
-Deno.test("plugin mode: with OpenViking answering, install fills the system prompt with the (redacted) profile", async () => {
+Deno.test("plugin mode: with OpenViking answering, install fills the system prompt with the (redacted) profile; uninstall removes it, keeps the rest unless --purge", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   fake.files.set(
@@ -66,13 +80,6 @@ Deno.test("plugin mode: with OpenViking answering, install fills the system prom
   assertTrue(!prompt.includes("sk-live-0123") && !prompt.includes("diary"), prompt);
   assertMatch(t.all(), /✓ the user's profile is in the plugin's system prompt/);
   if (posix) assertEquals(await mode(`${t.plugin}/system-prompt.md`), 0o600);
-});
-
-Deno.test("plugin mode: uninstall removes the system prompt (the profile), keeps the rest unless --purge", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start();
-  const t = await installSandbox(dir.path, { OPENVIKING_URL: fake.url, OPENVIKING_TIMEOUT_MS: "1000" });
-  await t.run(runInstall, { mode: "plugin" });
   await t.run(runUninstall);
   assertEquals(await read(`${t.plugin}/system-prompt.md`), undefined);
   assertTrue(await read(`${t.plugin}/skills/openviking-memory/SKILL.md`) !== undefined);
@@ -112,47 +119,4 @@ Deno.test("config mode: a skill of the user's keeps its place and its bytes; the
   await t.run(runUninstall);
   assertEquals(await read(`${t.kimi}/skills/openviking-memory/SKILL.md`), theirs);
   assertEquals(await read(`${t.kimi}/skills/mine/SKILL.md`), "---\nname: mine\n---\n");
-});
-
-Deno.test("switching modes moves the skill: config mode's out when the plugin brings its own, and back", async () => {
-  await using dir = await tempDir();
-  const t = await installSandbox(dir.path, NO_SERVER);
-  const skill = `${t.kimi}/skills/openviking-memory/SKILL.md`;
-  await t.run(runInstall, { mode: "config" });
-  assertTrue(await read(skill) !== undefined);
-  await t.run(runInstall, { mode: "plugin" });
-  assertEquals(await read(skill), undefined, "one skill, with the plugin's tool names");
-  assertTrue(await read(`${t.plugin}/skills/openviking-memory/SKILL.md`) !== undefined);
-  await t.run(runInstall, { mode: "config" });
-  assertEquals(await read(skill), skillText("config"));
-  assertEquals(
-    await read(`${t.plugin}/system-prompt.md`),
-    undefined,
-    "the plugin directory went, profile with it",
-  );
-});
-
-Deno.test({
-  name: "plugin mode: every file of the plugin directory is private, and an install fixes one placed 0644",
-  ignore: !posix,
-  async fn() {
-    await using dir = await tempDir();
-    const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
-    const modes = async (d = t.plugin, out: Record<string, number> = {}) => {
-      for await (const e of Deno.readDir(d)) {
-        if (e.isDirectory) await modes(`${d}/${e.name}`, out);
-        else out[`${d}/${e.name}`.slice(t.plugin.length + 1)] = await mode(`${d}/${e.name}`);
-      }
-      return out;
-    };
-    await t.run(runInstall, { mode: "plugin" });
-    const placed = await modes();
-    assertTrue("kimi.plugin.json" in placed && "skills/openviking-memory/SKILL.md" in placed, t.all());
-    for (const [path, m] of Object.entries(placed)) {
-      assertEquals(m, path.startsWith("bin/") ? 0o700 : 0o600, `${path} is ${m.toString(8)}`);
-    }
-    await Deno.chmod(`${t.plugin}/kimi.plugin.json`, 0o644);
-    await t.run(runInstall, { mode: "plugin" });
-    assertEquals((await modes())["kimi.plugin.json"], 0o600);
-  },
 });

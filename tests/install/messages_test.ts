@@ -15,7 +15,7 @@ import {
 import { tempDir } from "../support/temp.ts";
 import { exists, fakeCompiled, installSandbox } from "./helpers.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
-import { currentSelf } from "../../install/placement.ts";
+import { currentSelf } from "../../install/spec.ts";
 
 /** The `.bak` files of a Kimi home and of its `plugins/`. */
 async function backups(kimi: string): Promise<string[]> {

@@ -5,7 +5,7 @@ import { tempDir } from "../support/temp.ts";
 import { cliArgs, denoDir, ROOT } from "../support/run.ts";
 import { artifactName, compileArgs, compileFlags, explainFailure, TARGETS } from "../../scripts/compile.ts";
 import { productionFlags } from "../../lib/self.ts";
-import { manifestText, pluginMemoryFiles } from "../../install/kimi-home.ts";
+import { manifestText, pluginMemoryFiles } from "../../install/spec.ts";
 import { VERSION } from "../../lib/version.ts";
 import { cloneCheckout, isolatedEnv } from "./helpers.ts";
 
@@ -82,7 +82,7 @@ Deno.test("explainFailure names dl.deno.land and the way out", () => {
 
 Deno.test("the repository's kimi.plugin.json is the generated manifest, at this version", async () => {
   const text = await Deno.readTextFile(`${ROOT}/kimi.plugin.json`);
-  assertEquals(text, manifestText("posix"), "regenerate with install/kimi-home.ts manifestText('posix')");
+  assertEquals(text, manifestText("posix"), "regenerate with install/spec.ts manifestText('posix')");
   const deno = JSON.parse(await Deno.readTextFile(`${ROOT}/deno.json`)) as { version: string };
   assertEquals([JSON.parse(text).version, deno.version], [VERSION, VERSION]);
   for (const h of JSON.parse(text).hooks) assertEquals(Object.keys(h).includes("env"), false);
@@ -98,7 +98,7 @@ Deno.test("the repository's system prompt, skill and commands are the generated 
     assertEquals(
       await Deno.readTextFile(`${ROOT}/${f.path}`),
       f.content,
-      `regenerate ${f.path} from install/kimi-home.ts pluginMemoryFiles()`,
+      `regenerate ${f.path} from install/spec.ts pluginMemoryFiles()`,
     );
   }
   const size = new TextEncoder().encode(await Deno.readTextFile(`${ROOT}/system-prompt.md`)).length;

@@ -4,10 +4,16 @@ import { assertEquals, assertStringIncludes } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { runInstall } from "../../install/install.ts";
 import { installSandbox, opts, snapshot } from "./helpers.ts";
-import { renderManifest } from "../../install/kimi-home.ts";
-import { configCommandPrefix, configMcpEntry, installedBinaryPath } from "../../install/placement.ts";
+import {
+  classifyMcpEntry,
+  configCommandPrefix,
+  configMcpEntry,
+  hookEntries,
+  installedBinaryPath,
+  isOurHookCommand,
+  renderManifest,
+} from "../../install/spec.ts";
 import { parseToml, renderBlock } from "../../install/toml-block.ts";
-import { classifyMcpEntry, hookEntries, isOurHookCommand } from "../../install/spec.ts";
 
 Deno.test("windows plugin manifest: cmd-friendly hook paths, ./ MCP command with .exe", () => {
   const m = renderManifest("windows");
