@@ -23,9 +23,13 @@ const INVISIBLE = new RegExp(
   "gu",
 );
 
-/** A `<` (or fullwidth `＜`, small `﹤`) that starts something tag-like (joiners and marks in between do not
- * hide it), or ends the text. */
-const TAG_OPEN = /[<\uff1c\ufe64](?=[\p{M}\u200c\u200d]*(?:[\p{L}_:/!?|]|$))/gu;
+/** `<` and what a reader takes for one: fullwidth `＜`, small `﹤`, angle brackets and quotes `‹ 〈 〈 ⟨ ❮ ˂`. */
+const LESS_THAN = "<\uff1c\ufe64\u2039\u2329\u3008\u27e8\u276e\u02c2";
+
+/** A {@link LESS_THAN} that starts something tag-like (joiners and marks in between do not hide it), or ends the
+ * text. */
+const TAG_OPEN = new RegExp(`[${LESS_THAN}](?=[\\p{M}\u200c\u200d]*(?:[\\p{L}_:/!?|]|$))`, "gu");
+const LESS_THAN_LAST = new RegExp(`[${LESS_THAN}]$`, "u");
 
 /** Untrusted text made safe to print: no control or escape sequence, no markup (see the module doc). */
 export function neutralize(text: string): string {
@@ -118,7 +122,7 @@ export function cutText(text: string, max: number, mark = "…", at: "word" | "l
     const code = text.charCodeAt(end - 1);
     if (code >= 0xd800 && code <= 0xdbff) end--;
   }
-  const kept = text.slice(0, end).replace(/[<\uff1c\ufe64]$/, "").trimEnd();
+  const kept = text.slice(0, end).replace(LESS_THAN_LAST, "").trimEnd();
   return kept.length + mark.length <= max ? kept + mark : kept;
 }
 
