@@ -27,6 +27,53 @@ function stripPrivate(text: string, hide: Hide = plain): string {
 const KEY_BLOCK =
   /(-----|---- )BEGIN ([A-Z0-9 _-]{0,40}(?:PRIVATE|SECRET) KEY(?: BLOCK)?)( ----|-----)[\s\S]*?(?:\1END \2\3|$)/g;
 
+/** A private key block's END line (its BEGIN line was in another message: {@link KEY_BLOCK} took none). */
+const KEY_END =
+  /-----END [A-Z0-9 _-]{0,40}(?:PRIVATE|SECRET) KEY(?: BLOCK)?-----|---- END SSH2 [A-Z ]{0,20}PRIVATE KEY ----/g;
+/** A character of a key's body line: base64. */
+const KEY_CHAR = /[A-Za-z0-9+/=]/;
+const blank = (c: string | undefined) => c === " " || c === "\t";
+
+/** Where the base64 line ending at the line break before `at` starts (not before `floor`), if it is one. */
+function keyLineBefore(text: string, at: number, floor: number): number | undefined {
+  let end = at;
+  if (text[end - 1] === "\n") end--;
+  else if (text.startsWith("\\n", end - 2)) end -= 2; // escaped in a JSON string
+  else return undefined;
+  if (text[end - 1] === "\r") end--;
+  else if (text.startsWith("\\r", end - 2)) end -= 2;
+  while (end > floor && blank(text[end - 1])) end--;
+  let start = end;
+  while (start > floor && KEY_CHAR.test(text[start - 1])) start--;
+  if (start < end && text[start - 1] === "\\" && text[start] === "n") start++; // after an escaped break
+  const body = start < end;
+  while (start > floor && blank(text[start - 1])) start--;
+  const opens = start === floor || text[start - 1] === "\n" || text.startsWith("\\n", start - 2);
+  return body && opens ? start : undefined;
+}
+
+/**
+ * The second half of a private key pasted in two messages: the base64 lines just before an END line whose BEGIN
+ * line is not in the text, and the END line. Each character is looked at once: linear.
+ */
+function redactKeyEnds(text: string, hide: Hide): string {
+  let [out, copied] = ["", 0];
+  for (const m of text.matchAll(KEY_END)) {
+    let start = m.index;
+    for (
+      let line = keyLineBefore(text, start, copied);
+      line !== undefined;
+      line = keyLineBefore(text, line, copied)
+    ) {
+      start = line;
+    }
+    if (text.slice(start, m.index).replace(/\s|\\[nr]/g, "").length < 24) continue; // a word, no key
+    out += text.slice(copied, start) + hide(text.slice(start, m.index + m[0].length));
+    copied = m.index + m[0].length;
+  }
+  return out + text.slice(copied);
+}
+
 /** A PuTTY key file's private lines: the base64 lines after `Private-Lines: N` (as is, or in a JSON string). */
 const PUTTY_PRIVATE_LINES =
   /(Private-Lines:[ \t]*\d+[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*)([A-Za-z0-9+/=]+(?=[ \t]*(?:[\r\n"'`]|\\[rn]|$))(?:[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*[A-Za-z0-9+/=]+(?=[ \t]*(?:[\r\n"'`]|\\[rn]|$)))*)/g;
@@ -516,6 +563,7 @@ function headed(re: RegExp, pick: Pick): Rule {
 export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   "invisible-characters": (text) => text.replace(INVISIBLE_IN_ASCII, ""),
   "private-key": whole(KEY_BLOCK),
+  "private-key-end": (text, hide = plain) => redactKeyEnds(text, hide),
   "putty-private-key": headed(PUTTY_PRIVATE_LINES, all),
   "aws-secret-access-key": (text, hide = plain) => redactAwsSecrets(text, hide),
   "base64-wrapped": (text, hide = plain) => redactBase64(text, hide),

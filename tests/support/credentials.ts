@@ -550,6 +550,12 @@ export const CREDENTIALS: readonly Credential[] = [
     "eXB0e3JzYS1wa2NzMS1zaGExfSxlbmNyeXB0e3JzYS",
   ),
   sample(
+    "private-key-end",
+    "and the rest of it:\n{}-----END RSA PRIVATE KEY-----\nwhy does ssh refuse it?",
+    "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n",
+    "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK\n",
+  ),
+  sample(
     "private-key",
     "old pgp:\n-----BEGIN PGP SECRET KEY BLOCK-----\n{}\n-----END PGP SECRET KEY BLOCK-----",
     "lQVYBGVk3mEBDADQk7R0mJx8GvLq2sYcUo1p",
