@@ -20,9 +20,13 @@ const LINE_BREAK = /\r\n?|[\x85\u2028\u2029]/g;
 const INVISIBLE =
   /(?![\t\n\u200c\u200d])(?:(?<!\p{Emoji})[\ufe0e\ufe0f]|(?<!\p{Ideographic})[\u{e0100}-\u{e01ef}]|(?<!\p{sc=Mongolian})[\u180b-\u180d\u180f]|(?![\ufe0e\ufe0f\u{e0100}-\u{e01ef}\u180b-\u180d\u180f])[\p{Cc}\p{Cf}\p{DI}])/gu;
 
-/** A `<` (or fullwidth `＜`, small `﹤`) that starts something tag-like (joiners and marks in between do not
- * hide it), or ends the text. */
-const TAG_OPEN = /[<\uff1c\ufe64](?=[\p{M}\u200c\u200d]*(?:[\p{L}_:/!?|]|$))/gu;
+/** `<` and what a reader takes for one: fullwidth `＜`, small `﹤`, angle brackets and quotes `‹ 〈 〈 ⟨ ❮ ˂`. */
+const LESS_THAN = "<\uff1c\ufe64\u2039\u2329\u3008\u27e8\u276e\u02c2";
+
+/** A {@link LESS_THAN} that starts something tag-like (joiners and marks in between do not hide it), or ends the
+ * text. */
+const TAG_OPEN = new RegExp(`[${LESS_THAN}](?=[\\p{M}\u200c\u200d]*(?:[\\p{L}_:/!?|]|$))`, "gu");
+const LESS_THAN_LAST = new RegExp(`[${LESS_THAN}]$`, "u");
 
 /** Untrusted text made safe to print: no control or escape sequence, no markup (see the module doc). */
 export function neutralize(text: string): string {
@@ -111,7 +115,7 @@ export function cutText(text: string, max: number, mark = "…", at: "word" | "l
   const room = Math.max(0, max - mark.length);
   let end = at === "word" ? wordEnd(text, room) : at === "line" ? text.lastIndexOf("\n", room) : 0;
   if (end < room / 2) end = /[\ud800-\udbff]/.test(text[room - 1] ?? "") ? room - 1 : room; // whole pairs
-  const kept = text.slice(0, end).replace(/[<\uff1c\ufe64]$/, "").trimEnd();
+  const kept = text.slice(0, end).replace(LESS_THAN_LAST, "").trimEnd();
   return kept.length + mark.length <= max ? kept + mark : kept;
 }
 

@@ -23,8 +23,59 @@ function stripPrivate(text: string, hide: Hide = plain): string {
   });
 }
 
-/** PEM, OpenSSH, PKCS#8, encrypted and PGP private key blocks, to their END line (unended: to the end). */
-const KEY_BLOCK = /-----BEGIN ([A-Z0-9 _-]{0,40}PRIVATE KEY(?: BLOCK)?)-----[\s\S]*?(?:-----END \1-----|$)/g;
+/**
+ * PEM, OpenSSH, PKCS#8, encrypted, PGP (`PRIVATE` or PGP 2's `SECRET`) and SSH2 (`---- BEGIN SSH2 … ----`) private
+ * key blocks, to their END line (unended: to the end).
+ */
+const KEY_BLOCK =
+  /(-----|---- )BEGIN ([A-Z0-9 _-]{0,40}(?:PRIVATE|SECRET) KEY(?: BLOCK)?)( ----|-----)[\s\S]*?(?:\1END \2\3|$)/g;
+
+/** A private key block's END line (its BEGIN line was in another message: {@link KEY_BLOCK} took none). */
+const KEY_END =
+  /-----END [A-Z0-9 _-]{0,40}(?:PRIVATE|SECRET) KEY(?: BLOCK)?-----|---- END SSH2 [A-Z ]{0,20}PRIVATE KEY ----/g;
+/** A character of a key's body line: base64. */
+const KEY_CHAR = /[A-Za-z0-9+/=]/;
+const blank = (c: string | undefined) => c === " " || c === "\t";
+
+/** Where the base64 line ending at the line break before `at` starts (not before `floor`), if it is one. */
+function keyLineBefore(text: string, at: number, floor: number): number | undefined {
+  let end = at;
+  if (text[end - 1] === "\n") end--;
+  else if (text.startsWith("\\n", end - 2)) end -= 2; // escaped in a JSON string
+  else return undefined;
+  if (text[end - 1] === "\r") end--;
+  else if (text.startsWith("\\r", end - 2)) end -= 2;
+  while (end > floor && blank(text[end - 1])) end--;
+  let start = end;
+  while (start > floor && KEY_CHAR.test(text[start - 1])) start--;
+  if (start < end && text[start - 1] === "\\" && text[start] === "n") start++; // after an escaped break
+  const body = start < end;
+  while (start > floor && blank(text[start - 1])) start--;
+  const opens = start === floor || text[start - 1] === "\n" || text.startsWith("\\n", start - 2);
+  return body && opens ? start : undefined;
+}
+
+/**
+ * The second half of a private key pasted in two messages: the base64 lines just before an END line whose BEGIN
+ * line is not in the text, and the END line. Each character is looked at once: linear.
+ */
+function redactKeyEnds(text: string, hide: Hide): string {
+  let [out, copied] = ["", 0];
+  for (const m of text.matchAll(KEY_END)) {
+    let start = m.index;
+    for (
+      let line = keyLineBefore(text, start, copied);
+      line !== undefined;
+      line = keyLineBefore(text, line, copied)
+    ) {
+      start = line;
+    }
+    if (text.slice(start, m.index).replace(/\s|\\[nr]/g, "").length < 24) continue; // a word, no key
+    out += text.slice(copied, start) + hide(text.slice(start, m.index + m[0].length));
+    copied = m.index + m[0].length;
+  }
+  return out + text.slice(copied);
+}
 
 /** A PuTTY key file's private lines: the base64 lines after `Private-Lines: N` (as is, or in a JSON string). */
 const PUTTY_PRIVATE_LINES =
@@ -41,7 +92,7 @@ const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
   digitalocean: /\bdo[opr]_v1_[a-f0-9]{64}/g,
   "heroku-api-key-v2": /\bHRKU-AA[\w-]{50,}/g,
   "vault-token": /\b(?:hv[sb]\.[\w-]{24,}|s\.(?=[A-Za-z]*\d)[A-Za-z0-9]{24}\b)/g,
-  "doppler-api-token": /\bdp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}/g,
+  "doppler-api-token": /\bdp\.(?:pt|st|sa|ct|scim|audit)\.(?:[\w-]{1,60}\.)?[A-Za-z0-9]{40,}/g,
   "databricks-api-token": /\bdapi[a-f0-9]{32}/g,
   github: /\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,})/g,
   gitlab: /\b(?:gl(?:pat|dt|ft|rt|soat|ffct|cbt|imt|agent|oas|ptt)-|GR1348941)[\w.-]{20,}/g,
@@ -96,6 +147,7 @@ const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
   "neon-api-key": /\bnapi_[a-z0-9]{64}\b/g,
   "posthog-personal-api-key": /\bphx_[A-Za-z0-9]{43}\b/g,
   "resend-api-key": /\bre_(?=\w*\d)[A-Za-z0-9]{8}_[A-Za-z0-9]{24}\b/g,
+  "cloudflare-origin-ca-key": /\bv1\.0-[a-f0-9]{24}-[a-f0-9]{146}\b/g,
   "braintree-access-token": /\baccess_token\$production\$[a-z0-9]{16}\$[a-f0-9]{32}/g,
 };
 
@@ -109,7 +161,7 @@ const URL_TOKEN_USER = /(?<=[a-z0-9+.-]:\/\/)(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]
  * all of its `name="value"` parameters (`Token token="…"`, Digest's `response="…"`).
  */
 const AUTHORIZATION = orAfterEscape(
-  /\b((?:proxy-)?authorization["'`]?[ \t]*[:=][ \t]*["'`]?(?:(?:basic|bearer|token|digest|negotiate|ntlm)[ \t]+)?)(?!(?:basic|bearer|token|digest|negotiate|ntlm)\b(?!=)|[$%{<[])([\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*)(?:[ \t]*,[ \t]*[\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*))*|[^\s"'`,;]+)/gi,
+  /\b((?:proxy-)?authorization["'`]?[ \t]*[:=][ \t]*["'`]?(?:(?:basic|bearer|token|digest|negotiate|ntlm|ssws)[ \t]+)?)(?!(?:basic|bearer|token|digest|negotiate|ntlm|ssws)\b(?!=)|[$%{<[])([\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*)(?:[ \t]*,[ \t]*[\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*))*|[^\s"'`,;]+)/gi,
 );
 
 /** A `Cookie` or `Set-Cookie` header (or its JSON member): its `name=value` pairs, to the line's or string's end. */
@@ -127,8 +179,8 @@ function redactCookies(pairs: string, set: boolean, hide: Hide): string {
   });
 }
 
-/** A bearer token anywhere (one with a digit: `Bearer authentication` is a phrase). */
-const BEARER = /\b(Bearer)[ \t]+(?=[\w.~+/=-]*\d)[\w.~+/=-]{8,}/gi;
+/** A bearer (or Okta's `SSWS`) token anywhere (one with a digit: `Bearer authentication` is a phrase). */
+const BEARER = /\b(Bearer|SSWS)[ \t]+(?=[\w.~+/=-]*\d)[\w.~+/=-]{8,}/gi;
 
 /** `Basic` credentials without their header: base64 (then {@link userAndPassword} decides). */
 const BASIC = /\b(Basic)[ \t]+([A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])/gi;
@@ -404,9 +456,9 @@ const SECRET_LABEL = orAfterEscape(
 /** A value's trailing sentence punctuation, which is not part of it. */
 const TRAILING_PUNCTUATION = /[.,;:!?)]+$/;
 
-/** A command that sets a named value (group 2: `gh secret set`, whose every value is a secret), its name, the value. */
+/** A command that sets a named value (fish's `set -x` too; group 2: `gh secret set`, whose every value is a secret), its name, the value. */
 const CONFIG_SET = orAfterEscape(
-  /\b((?:setx|(?:npm|yarn|pnpm)[ \t]+config[ \t]+set|aws[ \t]+configure[ \t]+set|git[ \t]+config(?:[ \t]+--(?:global|local|system))?|(gh[ \t]+secret[ \t]+set))[ \t]+("?)([^\s"=]+)\3(?:[ \t]+(?:-b|--body))?[ \t]+)(\\"[^"\r\n]*\\"|'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g,
+  /\b((?:setx|set(?:[ \t]+-[A-Za-z]+)+|launchctl[ \t]+setenv|(?:npm|yarn|pnpm)[ \t]+config[ \t]+set|aws[ \t]+configure[ \t]+set|git[ \t]+config(?:[ \t]+--(?:global|local|system))?|(gh[ \t]+secret[ \t]+set))[ \t]+("?)([^\s"=]+)\3(?:[ \t]+(?:-b|--body))?[ \t]+)(\\"[^"\r\n]*\\"|'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g,
 );
 
 /**
@@ -447,6 +499,21 @@ const PASSWORD_OPTION = orAfterEscape(
     }))(${OPTION_VALUE})`,
     "g",
   ),
+);
+
+/** Oracle's `user/password@` (a JDBC thin or OCI URL, `sqlplus`'s logon): the password. */
+const ORACLE_LOGON = orAfterEscape(
+  /\b((?:jdbc:oracle:(?:thin|oci):|(?:sqlplus|sqlldr|expdp|impdp|rman)(?:[ \t]+-\w+)*[ \t]+)[^\s/@:"']+\/)([^\s/@"'\\]+)(?=@)/gi,
+);
+
+/** What `vault operator init` prints: `Unseal Key 1: …`, `Recovery Key 1: …`. */
+const VAULT_INIT_KEY = orAfterEscape(
+  /\b((?:Unseal|Recovery)[ \t]+Key[ \t]+\d+:[ \t]*)([A-Za-z0-9+/]{20,}={0,2})/g,
+);
+
+/** curl's `-b`/`--cookie` with `name=value` pairs (not a cookie file), quoted or not. */
+const CURL_COOKIE = orAfterEscape(
+  /(?<![\w-])((?:-b|--cookie)(?:[ \t]+|=)(\\?["']|))((?:(?!\2)[^\s"'\\])*=(?:(?!\2)[^\r\n"'\\])*)/g,
 );
 
 /** A `.pgpass` line, `host:port:database:user:password` (or a string of it): the last field, ending it. */
@@ -499,6 +566,7 @@ function headed(re: RegExp, pick: Pick): Rule {
 export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   "invisible-characters": (text) => text.replace(INVISIBLE_IN_ASCII, ""),
   "private-key": whole(KEY_BLOCK),
+  "private-key-end": (text, hide = plain) => redactKeyEnds(text, hide),
   "putty-private-key": headed(PUTTY_PRIVATE_LINES, all),
   "aws-secret-access-key": (text, hide = plain) => redactAwsSecrets(text, hide),
   "base64-wrapped": (text, hide = plain) => redactBase64(text, hide),
@@ -519,6 +587,10 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   "secret-label": headed(SECRET_LABEL, valued(false, true)),
   "password-option": headed(PASSWORD_OPTION, valued(true)),
   pgpass: headed(PGPASS_LINE, valued(true)),
+  "oracle-logon": headed(ORACLE_LOGON, all),
+  "vault-init-key": headed(VAULT_INIT_KEY, all),
+  "curl-cookie": (text, hide = plain) =>
+    text.replace(CURL_COOKIE, (_m, head, _q, pairs) => head + redactCookies(pairs, false, hide)),
   "config-set": (text, hide = plain) =>
     text.replace(
       CONFIG_SET,

@@ -162,6 +162,12 @@ Deno.test("redact: every rule is linear — 1 MB of its worst case in well under
     "Azure secret heads in one run": mb("abc8Q~"),
     "Square heads in one run": mb("EAAA"),
     "PGP key blocks begun never ended": mb("-----BEGIN PGP PRIVATE KEY BLOCK-----\n"),
+    "key END lines, each after base64": mb("AAAA\n-----END PRIVATE KEY-----\n"),
+    "base64 lines before one END line": mb("A".repeat(64) + "\n") + "-----END PRIVATE KEY-----",
+    "escaped lines before one END line": mb("\\nAAAA") + "-----END PRIVATE KEY-----",
+    "CR runs before END lines": mb("\r\r\n-----END PRIVATE KEY-----"),
+    "curl cookie options without =": mb("-b a"),
+    "Oracle logons never ending": mb("sqlplus a/"),
     "Slack webhook paths": mb("hooks.slack.com/services/"),
     // pasted JSON: escapes and escaped quotes
     "JSON escapes": mb("\\n"),

@@ -511,6 +511,56 @@ export const CREDENTIALS: readonly Credential[] = [
     "cGFzc3dvcmQ9RGQ3TFo_",
     "NFVVQzY_M3A",
   ),
+  // Session 11's attack: each was sent as it was.
+  sample("oracle-logon", "url: jdbc:oracle:thin:scott/{}@//db.internal:1521/orcl", "Tig3r", "Xq9v"),
+  sample("oracle-logon", "sqlplus -s app/{}@prod @report.sql", "Pr0d", "Pa55"),
+  sample("vault-init-key", "Unseal Key 1: {}", "2Q5g0E6pGx3FzJ7b1W8y", "KcVn4MtLdR9sHaPo+Bq="),
+  sample(
+    "vault-init-key",
+    "Recovery Key 3: {}\nInitial Root Token: x",
+    "qC7i3UWmJ8vZpK0sTn5R",
+    "hL1yXe4oBd9FgA2w==",
+  ),
+  sample("curl-cookie", "curl -b 'theme=dark; sid={}' https://app.test", "s%3AQ2xvdWRG", "bGFyZQ9f8eKk31"),
+  sample(
+    "curl-cookie",
+    'curl --cookie "session={}" https://app.test',
+    "9f8e7d6c5b4a3928",
+    "1706f5e4d3c2b1a0",
+  ),
+  sample(
+    "cloudflare-origin-ca-key",
+    "origin ca key {}",
+    "v1.0-a4c123b1612dd272d1371c17-149d439536b3216fdaeeb975729fae923d5a4fd12aabfe228f219e9cb0eb53f16",
+    "947ccf25ec84d8dbc74254770f58904dba41ecccc3fc1626e53a13043b026c48bbf33feff9243a8f5",
+  ),
+  sample(
+    "doppler-api-token",
+    "DOPPLER_TOKEN={}",
+    "dp.st.prd.",
+    "PFjvVl0BicLVbvZTYVVMOFx4lFQeBTQxaZhX0QULeqG",
+  ),
+  sample("bearer", "okta wants SSWS {} on every call", "00Abc123Def456Ghi789", "Jkl012Mno345Pqr678St"),
+  sample("authorization", "Authorization: SSWS {}", "00Abc123Def456Ghi789", "Jkl012Mno345Pqr678St"),
+  sample("config-set", "set -gx AWS_SECRET_ACCESS_KEY {}", "wJalrXUtnFEMI/K7MDENG", "/bPxRfiCYEXAMPLEKEY"),
+  sample(
+    "private-key",
+    "putty exported:\n---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\n{}\n---- END SSH2 ENCRYPTED PRIVATE KEY ----",
+    "P2/56wAAAi4AAAA3aWYtbW9kbntzaWdue3JzYS1wa2NzMS1zaGExfSxlbmNy",
+    "eXB0e3JzYS1wa2NzMS1zaGExfSxlbmNyeXB0e3JzYS",
+  ),
+  sample(
+    "private-key-end",
+    "and the rest of it:\n{}-----END RSA PRIVATE KEY-----\nwhy does ssh refuse it?",
+    "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n",
+    "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK\n",
+  ),
+  sample(
+    "private-key",
+    "old pgp:\n-----BEGIN PGP SECRET KEY BLOCK-----\n{}\n-----END PGP SECRET KEY BLOCK-----",
+    "lQVYBGVk3mEBDADQk7R0mJx8GvLq2sYcUo1p",
+    "Xn3KfWb5aH9dTe6ZrQ2Vj4Lm7Nc",
+  ),
 ];
 
 /**
@@ -556,5 +606,7 @@ export const NOT_SECRETS: readonly string[] = [
   "credentials:\n  username: app\n  password_file: /run/secrets/db\npassword:\n  - $DB_PASSWORD\ntoken:\n  Enter it below",
   "12:03:08:20:03 and aa:bb:cc:dd:ee:ff; std::vector<int>:a:b; host:5432:db:user:$PGPASS",
   "echo hello | cat; echo $TOKEN | docker login --password-stdin; htpasswd -c .htpasswd admin",
+  "curl -b cookies.txt -c jar.txt https://x; git checkout -b fix-login; sqlplus / as sysdba; set -x PATH $PATH",
+  "Unseal Key 1: see the vault runbook; -b=main",
   "\u{1F469}\u200d\u{1F4BB} pairs; a \u200b spaced word, \u0641\u0627\u200c\u0631\u0633 \u200f and \u{1F44D}\u{1F3FD}",
 ];
