@@ -51,7 +51,7 @@ import {
   SESSION_PREFIX,
   sessionDestination,
 } from "./context.ts";
-import { carried, duePrompts, type FallbackPrompt, journalKeys, SETTLE_MS } from "./prompt-fallback.ts";
+import { carried, duePrompts, type FallbackPrompt, journalKeys, SETTLE_MS } from "./prompt.ts";
 import { refreshFromHook } from "./system-prompt.ts";
 import { recordRun } from "./ledger.ts";
 

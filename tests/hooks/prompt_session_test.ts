@@ -4,7 +4,7 @@
  */
 
 import { assertEquals, assertMatch } from "../support/assert.ts";
-import { DUPLICATE_WINDOW_MS } from "../../memory/prompt-fallback.ts";
+import { DUPLICATE_WINDOW_MS } from "../../memory/prompt.ts";
 import { world } from "./world.ts";
 
 Deno.test("prompt session: a prompt whose recall or profile failed says why in its ledger line and in status", async () => {
