@@ -106,17 +106,11 @@ export function asksToRemember(messages: readonly { role: string; content: strin
   return messages.some((m) => m.role === "user" && REMEMBER.test(m.content));
 }
 
-/** What a capture knows when it decides whether to commit. */
-export interface CommitFacts {
-  /** Messages captured since the last commit. */
-  since: number;
-  /** Messages this run delivered. */
-  sent: number;
-  /** The session's uncommitted tokens after this run's last write, as the server counted them (if it said). */
-  pendingTokens?: number;
-  /** This run captured a user's ask to remember something. */
-  remember: boolean;
-}
+/**
+ * What a capture knows when it decides to commit: messages captured `since` the last commit, `sent` by this run,
+ * the session's uncommitted tokens as the server counted them (if it said), a user's ask to `remember`.
+ */
+export type CommitFacts = { since: number; sent: number; pendingTokens?: number; remember: boolean };
 
 /**
  * Whether a capture commits now (pure). Never with nothing captured since the last commit. `every-turn`:
@@ -151,10 +145,10 @@ async function commitIfDue(
 }
 
 /** A journal read after a cursor and its turns. */
-export type Scan = Awaited<ReturnType<typeof scanJournal>>;
+type Scan = Awaited<ReturnType<typeof scanJournal>>;
 
 /** The journal after `cursor` when it names this file, else from the start. */
-const scanFrom = (path: string, cursor: Cursor | undefined) =>
+const scanFrom = (path: string, cursor?: Cursor) =>
   scanJournal(path, cursor?.path === path ? cursor : undefined);
 
 const POLL_MS = 100;
@@ -284,13 +278,11 @@ async function settleInflight(run: Run, state: SessionState): Promise<SessionSta
   run.report.settledElsewhere = found.size;
   ctx.log.stage("inflight-settled", { keys: inflight.size, found: found.size, asked });
   // The run that recorded the intent never counted its messages: those settled here count now, for the commit.
-  const capturedSinceCommit = state.capturedSinceCommit + found.size;
-  return {
-    ...state,
-    inflight: undefined,
-    capturedKeys: [...state.capturedKeys, ...found],
-    capturedSinceCommit,
-  };
+  const [capturedKeys, capturedSinceCommit] = [
+    [...state.capturedKeys, ...found],
+    state.capturedSinceCommit + found.size,
+  ];
+  return { ...state, inflight: undefined, capturedKeys, capturedSinceCommit };
 }
 
 /**
@@ -319,15 +311,8 @@ async function recoverState(run: Run, state: SessionState): Promise<SessionState
 async function replayBacklog(run: Run): Promise<{ backlog: boolean; queue?: SessionQueue }> {
   const { ctx } = run;
   if (await hasUnsent(ctx.pendingDir, ctx.ovSessionId)) {
-    run.report.backlog = await replayQueue(
-      ctx.pendingDir,
-      run.client,
-      replayOptions(ctx.config, {
-        budget: run.mode.budget,
-        sessionId: ctx.ovSessionId,
-        waitUnsure: ctx.isWorker,
-      }),
-    );
+    const options = { budget: run.mode.budget, sessionId: ctx.ovSessionId, waitUnsure: ctx.isWorker };
+    run.report.backlog = await replayQueue(ctx.pendingDir, run.client, replayOptions(ctx.config, options));
   }
   const queue = await SessionQueue.open(ctx.pendingDir, ctx.ovSessionId, destinationOf(run.client.options))
     .catch(() => undefined);
@@ -409,12 +394,9 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
   if (!recovered) {
     const aside = start.recover?.aside;
     const why = aside ? `was damaged (kept at ${aside})` : "named another file as the session's journal";
-    report.cause = {
-      kind: "local",
-      status: 0,
-      message: `the capture state ${why} and OpenViking could not say what the session already holds: ` +
-        "nothing is sent until it can",
-    };
+    const message = `the capture state ${why} and OpenViking could not say what the session already holds: ` +
+      "nothing is sent until it can";
+    report.cause = { kind: "local", status: 0, message };
     return start;
   }
   const settled = await settleInflight(run, recovered);
@@ -474,9 +456,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
   // A forced capture never takes a turn begun while it waited: that one is captured whole later.
   const forceLimit = mode.force ? await Deno.stat(journal).then((i) => i.size, () => 0) : 0;
   const expectTurn = ctx.event === "stop" || ctx.event === "stop-failure";
-  const waited = mode.waitMs > 0
-    ? await waitForTurnEnd(journal, before.cursor, mode.waitMs, expectTurn)
-    : true;
+  const waited = mode.waitMs <= 0 || await waitForTurnEnd(journal, before.cursor, mode.waitMs, expectTurn);
   const client = clientFor(ctx);
   const res = await updateState(ctx.capturePaths, async (loaded, save) => {
     const start = ownCursor(settling(loaded), journal);
@@ -489,6 +469,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
       maxTurns: TURNS_PER_STEP,
     };
     const report = emptyReport(journal, s, waited);
+    const [captured, kept] = [new Set<number>(), await keptPrompts(ctx)];
     const run: Run = {
       ctx,
       mode: lockedMode(mode),
@@ -498,8 +479,8 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
       planOptions,
       report,
       save,
-      captured: new Set(),
-      kept: await keptPrompts(ctx),
+      captured,
+      kept,
     };
     return { state: await captureLocked(run, start), value: report };
   }, { waitMs: mode.lockWaitMs, durable: true });

@@ -29,11 +29,7 @@ const idleOf = async (ctx: HookContext): Promise<Idle> => ({
 });
 
 /** A session's state file, what it said, and when its captures are due for a commit. */
-interface Waiting {
-  file: string;
-  dueAt: number;
-  state: SessionState;
-}
+type Waiting = { file: string; dueAt: number; state: SessionState };
 
 /**
  * When `s`'s uncommitted captures are due (pure): idle `idleMs` after its last capture; now when that is ahead
@@ -87,12 +83,7 @@ type IdleCommit = "done" | "not-due" | "failed" | "busy" | "unsettled";
  * again; a capture of the session settles it first, as every capture does (failing that, it is left). One
  * whose journal is gone can never be settled, nor resent: what the server holds is committed.
  */
-async function commitIfIdle(
-  ctx: HookContext,
-  file: string,
-  idle: Idle,
-  budget: Budget,
-): Promise<IdleCommit> {
+async function commitIfIdle(ctx: HookContext, file: string, idle: Idle, budget: Budget): Promise<IdleCommit> {
   const [at, name] = [Date.now(), file.slice(dirName(file).length + 1).replace(/\.json$/, "")];
   const { inflight, ovSession, lastCaptureAt } = await readState(file);
   const settle = inflight?.keys.length && ovSession;
@@ -109,8 +100,10 @@ async function commitIfIdle(
     const due = dueAt(settle ? { ...s, lastCaptureAt } : s, idle.ms, idle.destination); // settling is no turn
     if (due === undefined || due > Date.now() || !s.ovSession) return { value: "not-due" };
     if (s.inflight?.keys.length && !gone) return { value: "unsettled" };
-    const options = { budget, pendingDir: ctx.pendingDir };
-    const { state, outcome } = await commitCaptured(clientFor(ctx), s.ovSession, s, options);
+    const { state, outcome } = await commitCaptured(clientFor(ctx), s.ovSession, s, {
+      budget,
+      pendingDir: ctx.pendingDir,
+    });
     if (outcome.kind === "failed") return { value: "failed" };
     // In the session's ledger as a capture of no turns that committed: `status` lists the commit.
     const dir = orNoHome(() => ledgerDir(ctx.env));

@@ -80,8 +80,13 @@ export function memoriesOfTree(root: Root, entries: z.output<typeof Entries>): L
   return entries.flatMap((e) => {
     if (!e || e.isDir || !isMemoryUri(e.uri)) return [];
     const text = e.uri.slice(e.uri.lastIndexOf("/") + 1, -3).replaceAll("_", " ");
-    const modified = Date.parse(e.modTime ?? "") || 0;
-    return [{ uri: e.uri, scope: root.scope, kind: kindOf(e.uri), modified, text }];
+    return [{
+      uri: e.uri,
+      scope: root.scope,
+      kind: kindOf(e.uri),
+      modified: Date.parse(e.modTime ?? "") || 0,
+      text,
+    }];
   });
 }
 
@@ -173,13 +178,14 @@ export async function searchMemories(
     if (!res.ok) return void out.failures.push({ root, failure: res });
     for (const h of res.result.memories) {
       if (!h || !isMemoryUri(h.uri)) continue;
+      const { uri, score } = h;
       found[i].push({
-        uri: h.uri,
+        uri,
         scope: root.scope,
-        kind: kindOf(h.uri),
+        kind: kindOf(uri),
         modified: 0,
-        text: h.abstract || h.uri,
-        score: h.score,
+        text: h.abstract || uri,
+        score,
       });
     }
   }));

@@ -5,8 +5,9 @@
 
 import * as z from "zod/mini";
 import type { Config } from "../openviking/config.ts";
-import { adviceFor, CauseSchema } from "../openviking/advice.ts";
-import { asRecord, isRecord, tolerant } from "../lib/parsed.ts";
+import { adviceFor, causeOf, CauseSchema } from "../openviking/advice.ts";
+import type { OvFailure } from "../openviking/client.ts";
+import { isRecord, tolerant } from "../lib/parsed.ts";
 import {
   ensurePrivateDir,
   listDir,
@@ -232,20 +233,12 @@ export function replayEntryOf(
 ): LedgerEntry | undefined {
   const r = isRecord(report) ? report : {};
   const run = { kind: "replay", at: timing.startedAt, ms: timing.now - timing.startedAt };
-  const { cause, ...counts } = ReplayEntrySchema.parse({ ...r, ...run, cause: plainCause(r.cause) });
+  // A capture's backlog report carries the client's failure as it is.
+  const failed = isRecord(r.cause) && isRecord(r.cause.error)
+    ? causeOf(r.cause as unknown as OvFailure)
+    : r.cause;
+  const { cause, ...counts } = ReplayEntrySchema.parse({ ...r, ...run, cause: failed });
   return counts.replayed || counts.rejected || cause ? { ...counts, ...(cause ? { cause } : {}) } : undefined;
-}
-
-/** A failure as the ledger keeps it: `{kind, status, message, code?}`, also from a client failure (`error.…`). */
-function plainCause(cause: unknown): unknown {
-  if (!isRecord(cause) || typeof cause.message === "string") return cause;
-  const { message, code } = asRecord(cause.error);
-  return {
-    kind: cause.kind,
-    status: cause.status,
-    message: typeof message === "string" ? message : "",
-    ...(typeof code === "string" ? { code } : {}),
-  };
 }
 
 /** The ledger entry of one hook run, or undefined when it did nothing worth recording (pure). */

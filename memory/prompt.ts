@@ -160,11 +160,11 @@ async function claimPrompt(
     }, { waitMs });
     return claimed.acquired ? claimed.value : none;
   } catch (error) {
-    const stateError = (error as Error).message;
-    ctx.log.stage("prompt-state-unavailable", {
-      error: stateError,
-      effect: "recall without dedupe, profile or the session's memory of what it was shown",
-    });
+    const [stateError, effect] = [
+      (error as Error).message,
+      "recall without dedupe, profile or what was shown",
+    ];
+    ctx.log.stage("prompt-state-unavailable", { error: stateError, effect });
     return { ...none, stateError };
   }
 }
@@ -206,15 +206,15 @@ export const pausedLine = (b: Breaker, env: Env): string =>
   notice(env, safe`memory paused — OpenViking at ${b.origin} did not answer`, "status");
 
 /** The line that says the server refused the key, or its model fails. */
-const refusedLine = (f: OvFailure, baseUrl: string, env: Env) =>
-  notice(
+const refusedLine = (f: OvFailure, baseUrl: string, env: Env) => {
+  const what = f.kind === "model" ? "cannot search: its model fails" : "refused the key";
+  return notice(
     env,
-    safe`memory off — OpenViking at ${originOf(baseUrl)} ${
-      f.kind === "model" ? "cannot search: its model fails" : "refused the key"
-    } (HTTP ${f.status})`,
+    safe`memory off — OpenViking at ${originOf(baseUrl)} ${what} (HTTP ${f.status})`,
     "doctor",
     "how to fix it",
   );
+};
 
 /** The line that says commits make no memory ("" without the alarm). */
 async function alarmLine(ctx: HookContext): Promise<string> {
