@@ -200,14 +200,14 @@ interface Run extends Locked {
   kept: FallbackPrompt[];
 }
 
-/** A capture's report (the log's and ledger's data) before it planned anything. */
-function emptyReport(journal: string, s: Scan, waited: boolean) {
+/** A capture's report (the log's and ledger's data) before it planned anything; `read`: the journal it read. */
+function emptyReport(read?: { journal: string; s: Scan; waited: boolean }) {
+  const { journal, s, waited } = read ?? {};
   return {
-    journal,
-    scanned: s.turns.turns.length,
     ...{ turns: 0, planned: 0, sent: 0, queued: 0, rejected: 0, acked: 0, skipped: 0, steps: 0, left: 0 },
-    ...{ fallback: 0, remember: false, commit: "none", settledElsewhere: 0, waited },
-    ...{ rebound: s.turns.rebound, unbound: s.turns.unbound, rewritten: s.read.rewritten },
+    ...{ fallback: 0, remember: false, commit: "none", settledElsewhere: 0 },
+    ...(s && { journal, scanned: s.turns.turns.length, waited, rebound: s.turns.rebound }),
+    ...(s && { unbound: s.turns.unbound, rewritten: s.read.rewritten }),
   };
 }
 type CaptureReport = ReturnType<typeof emptyReport> & {
@@ -411,20 +411,8 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
   const unsettled = steps.stopped ? [] : duePrompts(run.kept, state);
   const held = carried(unsettled, run.scan.turns.turns, run.planOptions);
   const due = unsettled.filter((p) => !held.includes(p) && Date.now() - p.at >= SETTLE_MS);
-  let keptStopped = false;
-  if (due.length) {
-    const res = await sendKept(run, state, due, { queueOnly: steps.queueOnly, queue });
-    noteSent(report, res.sent);
-    report.fallback = res.sent.acked;
-    report.remember ||= res.remember;
-    state = res.state;
-    keptStopped = res.sent.acked < due.length;
-  }
-  if (!steps.stopped && !keptStopped) {
-    const done = await commitIfDue(run, state, report, queue);
-    [state, report.commit] = [done.state, done.commit];
-    if (done.taskId) report.taskId = done.taskId;
-  }
+  const queueing = { queueOnly: steps.queueOnly, queue };
+  state = await sendKeptAndCommit(run, state, due, report, queueing, steps.stopped);
   const [at, event] = [Date.now(), ctx.event];
   const { sent, queued, rejected, cause, commit, taskId } = report;
   const lastCapture = { at, event, sent, queued, rejected, cause, commit, taskId };
@@ -468,7 +456,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
       includeOpen: mode.force && !(newest && !newest.closed && newest.startOffset >= forceLimit),
       maxTurns: TURNS_PER_STEP,
     };
-    const report = emptyReport(journal, s, waited);
+    const report = emptyReport({ journal, s, waited });
     const [captured, kept] = [new Set<number>(), await keptPrompts(ctx)];
     const run: Run = {
       ctx,
@@ -515,30 +503,41 @@ export async function captureHook(ctx: HookContext): Promise<HookResult> {
   return result;
 }
 
-/** Sends `due` kept prompts as user messages; the state with their fallback keys. */
-async function sendKept(
-  { ctx, client, mode, save }: Locked,
-  state: SessionState,
+/**
+ * Sends `due` kept prompts as user messages (their fallback keys recorded as they are settled), then commits
+ * when the policy says so, unless something stayed unsettled (`stopped`); `report` counts it all.
+ */
+async function sendKeptAndCommit(
+  locked: Locked,
+  start: SessionState,
   due: FallbackPrompt[],
+  report: CaptureReport,
   queue: { queueOnly: boolean; queue?: SessionQueue },
-): Promise<{ state: SessionState; sent: SendReport; remember: boolean }> {
+  stopped = false,
+): Promise<SessionState> {
+  const { ctx, client, mode, save } = locked;
   const settled = (acked: number): SessionState => {
     const keys = due.slice(0, acked).map((p) => fallbackKey(p.text, p.at));
-    return {
-      ...state,
-      capturedKeys: [...state.capturedKeys, ...keys],
-      capturedSinceCommit: state.capturedSinceCommit + acked,
-      lastAckedKey: keys.at(-1) ?? state.lastAckedKey,
-    };
+    const lastAckedKey = keys.at(-1) ?? start.lastAckedKey;
+    const capturedSinceCommit = start.capturedSinceCommit + acked;
+    return { ...start, capturedKeys: [...start.capturedKeys, ...keys], capturedSinceCommit, lastAckedKey };
   };
-  const messages = due.map((p) => ({ role: "user" as const, content: p.text }));
-  const sent = await sendMessages(client, ctx.ovSessionId, messages, {
-    budget: mode.budget,
-    pendingDir: ctx.pendingDir,
-    ...queue,
-    onAcked: async (acked) => await save(settled(acked)),
-  });
-  return { state: settled(sent.acked), sent, remember: asksToRemember(messages) };
+  let state = start;
+  if (due.length) {
+    const messages = due.map((p) => ({ role: "user" as const, content: p.text }));
+    const sent = await sendMessages(client, ctx.ovSessionId, messages, {
+      ...{ budget: mode.budget, pendingDir: ctx.pendingDir, ...queue },
+      onAcked: async (acked) => await save(settled(acked)),
+    });
+    noteSent(report, sent);
+    [report.fallback, state, stopped] = [sent.acked, settled(sent.acked), stopped || sent.acked < due.length];
+    report.remember ||= asksToRemember(messages);
+  }
+  if (stopped) return state;
+  const done = await commitIfDue(locked, state, report, queue.queue);
+  report.commit = done.commit;
+  if (done.taskId) report.taskId = done.taskId;
+  return done.state;
 }
 
 /** Sends the due kept prompts (seen `minAgeMs` ago) of a session without a journal (`reason`), then commits. */
@@ -548,23 +547,20 @@ async function captureFromPrompts(
   reason: string,
   minAgeMs = 0,
 ): Promise<HookResult> {
-  const none: HookResult = { outcome: "no-journal", data: { reason, fallback: 0 } };
-  if (!ctx.capturePaths || !ctx.promptPaths) return none;
-  const kept = await keptPrompts(ctx);
-  if (!kept.length) return none;
+  const kept = ctx.capturePaths ? await keptPrompts(ctx) : [];
+  if (!ctx.capturePaths || !kept.length) return { outcome: "no-journal", data: { reason, fallback: 0 } };
   const client = clientFor(ctx);
   const res = await updateState(ctx.capturePaths, async (loaded, save) => {
-    const [locked, state] = [{ ctx, client, mode: lockedMode(waiting), save }, settling(loaded)];
+    const [state, report] = [settling(loaded), emptyReport()];
     const due = duePrompts(kept, state).filter((p) => Date.now() - p.at >= minAgeMs);
-    if (!due.length) return { value: { turns: 0, sent: 0, queued: 0, rejected: 0, commit: "none" } };
+    if (!due.length) return { value: report };
     const queueOnly = await hasUnsent(ctx.pendingDir, ctx.ovSessionId);
-    const { state: after, sent: report, remember } = await sendKept(locked, state, due, { queueOnly });
-    const done = await commitIfDue(locked, after, { ...report, remember });
-    const { sent, queued, rejected } = report;
-    return { state: done.state, value: { turns: report.acked, sent, queued, rejected, commit: done.commit } };
+    const locked = { ctx, client, mode: lockedMode(waiting), save };
+    const after = await sendKeptAndCommit(locked, state, due, report, { queueOnly });
+    return { state: after, value: { ...report, turns: report.fallback } };
   }, { waitMs: waiting.lockWaitMs, durable: true });
   if (!res.acquired) return { outcome: "lock-timeout", data: { reason } };
-  return { outcome: "no-journal", data: { reason, fallback: res.value.turns, ...res.value } };
+  return { outcome: "no-journal", data: { reason, ...res.value } };
 }
 
 /**

@@ -243,7 +243,7 @@ export function replayEntryOf(
 
 /** The ledger entry of one hook run, or undefined when it did nothing worth recording (pure). */
 export function ledgerEntryOf(
-  ctx: Pick<HookContext, "event">,
+  ctx: { event: string },
   result: HookResult,
   timing: { startedAt: number; now: number },
 ): LedgerEntry | undefined {
@@ -307,9 +307,17 @@ export async function houseKeeping(ctx: HookContext, now = Date.now()): Promise<
   return temps;
 }
 
-/** Appends the run's entry to its session's ledger (a replay's, and a capture's backlog, to the replay one). */
-export async function recordRun(ctx: HookContext, result: HookResult, startedAt: number): Promise<void> {
-  const entry = ledgerEntryOf(ctx, result, { startedAt, now: Date.now() });
+/**
+ * Appends the run's entry to its session's ledger (a replay's, and a capture's backlog, to the replay one);
+ * `event` as the entry names it (the idle watch's commit: `idle`).
+ */
+export async function recordRun(
+  ctx: HookContext,
+  result: HookResult,
+  startedAt: number,
+  event: string = ctx.event,
+): Promise<void> {
+  const entry = ledgerEntryOf({ event }, result, { startedAt, now: Date.now() });
   const dir = orNoHome(() => ledgerDir(ctx.env));
   if (!dir) return;
   const backlog = !result.data?.backlog ||
