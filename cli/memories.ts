@@ -13,7 +13,7 @@ import { commandName, invocationCwd, workspaceDir } from "../lib/self.ts";
 import { ago } from "./status.ts";
 import { preview, WIDTH, wrap } from "../lib/columns.ts";
 import { oneLine } from "../memory/digest.ts";
-import { recallQuery } from "../memory/query.ts";
+import { recallQuery } from "../memory/prompt.ts";
 import * as inspect from "../memory/inspect.ts";
 
 /** The root export and import move. */
@@ -200,7 +200,7 @@ export async function memoriesCommand(
     return failed(r, reading ? "reading it" : "delete", uri, reading ? "; nothing was deleted" : "");
   }
   if (action === "export") {
-    const pack = await inspect.exportMemories(slow);
+    const pack = await inspect.exportMemories(createClient(slow));
     if (!(pack instanceof Uint8Array)) return failed(pack, "export", MEMORIES);
     const error = await writeNew(uri, pack);
     if (error) return stop(2, `cannot write ${uri} (${error}); nothing was written over`);
@@ -210,7 +210,7 @@ export async function memoriesCommand(
   if (action === "import") {
     const pack = await readPack(uri);
     if (typeof pack === "string") return stop(2, `${pack}; nothing was imported`);
-    const before = await inspect.exportMemories(slow);
+    const before = await inspect.exportMemories(createClient(slow));
     const notImported = "; nothing was imported";
     const stamp = new Date(now).toISOString().replace(/[:.]/g, "-");
     const backup = before instanceof Uint8Array

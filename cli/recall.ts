@@ -9,14 +9,13 @@ import { adviceFor, causeOf, CauseSchema } from "../openviking/advice.ts";
 import { loadConfig } from "../openviking/config.ts";
 import { type Env, orNoHome, processEnv, sharedStateDir } from "../lib/paths.ts";
 import { isOpen, readBreaker } from "../openviking/breaker.ts";
-import { pausedLine } from "../memory/prompt.ts";
+import { pausedLine, recallQuery } from "../memory/prompt.ts";
 import { ago } from "./status.ts";
 import { workspaceDir } from "../lib/self.ts";
 import { resolvePeer } from "../openviking/peer.ts";
 import { scrub } from "../lib/redact.ts";
 import { type Injection, injectionFor } from "../memory/recall.ts";
 import { Budget, clientOptions, createClient } from "../openviking/client.ts";
-import { recallQuery } from "../memory/query.ts";
 import { ShownSchema } from "../memory/memory.ts";
 
 const str = z.string();

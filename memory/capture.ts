@@ -51,7 +51,7 @@ import {
   SESSION_PREFIX,
   sessionDestination,
 } from "./context.ts";
-import { carried, duePrompts, type FallbackPrompt, journalKeys, SETTLE_MS } from "./prompt-fallback.ts";
+import { carried, duePrompts, type FallbackPrompt, journalKeys, SETTLE_MS } from "./prompt.ts";
 import { refreshFromHook } from "./system-prompt.ts";
 import { recordRun } from "./ledger.ts";
 
@@ -106,17 +106,11 @@ export function asksToRemember(messages: readonly { role: string; content: strin
   return messages.some((m) => m.role === "user" && REMEMBER.test(m.content));
 }
 
-/** What a capture knows when it decides whether to commit. */
-export interface CommitFacts {
-  /** Messages captured since the last commit. */
-  since: number;
-  /** Messages this run delivered. */
-  sent: number;
-  /** The session's uncommitted tokens after this run's last write, as the server counted them (if it said). */
-  pendingTokens?: number;
-  /** This run captured a user's ask to remember something. */
-  remember: boolean;
-}
+/**
+ * What a capture knows when it decides to commit: messages captured `since` the last commit, `sent` by this run,
+ * the session's uncommitted tokens as the server counted them (if it said), a user's ask to `remember`.
+ */
+export type CommitFacts = { since: number; sent: number; pendingTokens?: number; remember: boolean };
 
 /**
  * Whether a capture commits now (pure). Never with nothing captured since the last commit. `every-turn`:
@@ -151,10 +145,10 @@ async function commitIfDue(
 }
 
 /** A journal read after a cursor and its turns. */
-export type Scan = Awaited<ReturnType<typeof scanJournal>>;
+type Scan = Awaited<ReturnType<typeof scanJournal>>;
 
 /** The journal after `cursor` when it names this file, else from the start. */
-const scanFrom = (path: string, cursor: Cursor | undefined) =>
+const scanFrom = (path: string, cursor?: Cursor) =>
   scanJournal(path, cursor?.path === path ? cursor : undefined);
 
 const POLL_MS = 100;
@@ -206,14 +200,14 @@ interface Run extends Locked {
   kept: FallbackPrompt[];
 }
 
-/** A capture's report (the log's and ledger's data) before it planned anything. */
-function emptyReport(journal: string, s: Scan, waited: boolean) {
+/** A capture's report (the log's and ledger's data) before it planned anything; `read`: the journal it read. */
+function emptyReport(read?: { journal: string; s: Scan; waited: boolean }) {
+  const { journal, s, waited } = read ?? {};
   return {
-    journal,
-    scanned: s.turns.turns.length,
     ...{ turns: 0, planned: 0, sent: 0, queued: 0, rejected: 0, acked: 0, skipped: 0, steps: 0, left: 0 },
-    ...{ fallback: 0, remember: false, commit: "none", settledElsewhere: 0, waited },
-    ...{ rebound: s.turns.rebound, unbound: s.turns.unbound, rewritten: s.read.rewritten },
+    ...{ fallback: 0, remember: false, commit: "none", settledElsewhere: 0 },
+    ...(s && { journal, scanned: s.turns.turns.length, waited, rebound: s.turns.rebound }),
+    ...(s && { unbound: s.turns.unbound, rewritten: s.read.rewritten }),
   };
 }
 type CaptureReport = ReturnType<typeof emptyReport> & {
@@ -284,13 +278,11 @@ async function settleInflight(run: Run, state: SessionState): Promise<SessionSta
   run.report.settledElsewhere = found.size;
   ctx.log.stage("inflight-settled", { keys: inflight.size, found: found.size, asked });
   // The run that recorded the intent never counted its messages: those settled here count now, for the commit.
-  const capturedSinceCommit = state.capturedSinceCommit + found.size;
-  return {
-    ...state,
-    inflight: undefined,
-    capturedKeys: [...state.capturedKeys, ...found],
-    capturedSinceCommit,
-  };
+  const [capturedKeys, capturedSinceCommit] = [
+    [...state.capturedKeys, ...found],
+    state.capturedSinceCommit + found.size,
+  ];
+  return { ...state, inflight: undefined, capturedKeys, capturedSinceCommit };
 }
 
 /**
@@ -319,15 +311,8 @@ async function recoverState(run: Run, state: SessionState): Promise<SessionState
 async function replayBacklog(run: Run): Promise<{ backlog: boolean; queue?: SessionQueue }> {
   const { ctx } = run;
   if (await hasUnsent(ctx.pendingDir, ctx.ovSessionId)) {
-    run.report.backlog = await replayQueue(
-      ctx.pendingDir,
-      run.client,
-      replayOptions(ctx.config, {
-        budget: run.mode.budget,
-        sessionId: ctx.ovSessionId,
-        waitUnsure: ctx.isWorker,
-      }),
-    );
+    const options = { budget: run.mode.budget, sessionId: ctx.ovSessionId, waitUnsure: ctx.isWorker };
+    run.report.backlog = await replayQueue(ctx.pendingDir, run.client, replayOptions(ctx.config, options));
   }
   const queue = await SessionQueue.open(ctx.pendingDir, ctx.ovSessionId, destinationOf(run.client.options))
     .catch(() => undefined);
@@ -409,12 +394,9 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
   if (!recovered) {
     const aside = start.recover?.aside;
     const why = aside ? `was damaged (kept at ${aside})` : "named another file as the session's journal";
-    report.cause = {
-      kind: "local",
-      status: 0,
-      message: `the capture state ${why} and OpenViking could not say what the session already holds: ` +
-        "nothing is sent until it can",
-    };
+    const message = `the capture state ${why} and OpenViking could not say what the session already holds: ` +
+      "nothing is sent until it can";
+    report.cause = { kind: "local", status: 0, message };
     return start;
   }
   const settled = await settleInflight(run, recovered);
@@ -429,20 +411,8 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
   const unsettled = steps.stopped ? [] : duePrompts(run.kept, state);
   const held = carried(unsettled, run.scan.turns.turns, run.planOptions);
   const due = unsettled.filter((p) => !held.includes(p) && Date.now() - p.at >= SETTLE_MS);
-  let keptStopped = false;
-  if (due.length) {
-    const res = await sendKept(run, state, due, { queueOnly: steps.queueOnly, queue });
-    noteSent(report, res.sent);
-    report.fallback = res.sent.acked;
-    report.remember ||= res.remember;
-    state = res.state;
-    keptStopped = res.sent.acked < due.length;
-  }
-  if (!steps.stopped && !keptStopped) {
-    const done = await commitIfDue(run, state, report, queue);
-    [state, report.commit] = [done.state, done.commit];
-    if (done.taskId) report.taskId = done.taskId;
-  }
+  const queueing = { queueOnly: steps.queueOnly, queue };
+  state = await sendKeptAndCommit(run, state, due, report, queueing, steps.stopped);
   const [at, event] = [Date.now(), ctx.event];
   const { sent, queued, rejected, cause, commit, taskId } = report;
   const lastCapture = { at, event, sent, queued, rejected, cause, commit, taskId };
@@ -474,9 +444,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
   // A forced capture never takes a turn begun while it waited: that one is captured whole later.
   const forceLimit = mode.force ? await Deno.stat(journal).then((i) => i.size, () => 0) : 0;
   const expectTurn = ctx.event === "stop" || ctx.event === "stop-failure";
-  const waited = mode.waitMs > 0
-    ? await waitForTurnEnd(journal, before.cursor, mode.waitMs, expectTurn)
-    : true;
+  const waited = mode.waitMs <= 0 || await waitForTurnEnd(journal, before.cursor, mode.waitMs, expectTurn);
   const client = clientFor(ctx);
   const res = await updateState(ctx.capturePaths, async (loaded, save) => {
     const start = ownCursor(settling(loaded), journal);
@@ -488,7 +456,8 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
       includeOpen: mode.force && !(newest && !newest.closed && newest.startOffset >= forceLimit),
       maxTurns: TURNS_PER_STEP,
     };
-    const report = emptyReport(journal, s, waited);
+    const report = emptyReport({ journal, s, waited });
+    const [captured, kept] = [new Set<number>(), await keptPrompts(ctx)];
     const run: Run = {
       ctx,
       mode: lockedMode(mode),
@@ -498,8 +467,8 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
       planOptions,
       report,
       save,
-      captured: new Set(),
-      kept: await keptPrompts(ctx),
+      captured,
+      kept,
     };
     return { state: await captureLocked(run, start), value: report };
   }, { waitMs: mode.lockWaitMs, durable: true });
@@ -534,30 +503,41 @@ export async function captureHook(ctx: HookContext): Promise<HookResult> {
   return result;
 }
 
-/** Sends `due` kept prompts as user messages; the state with their fallback keys. */
-async function sendKept(
-  { ctx, client, mode, save }: Locked,
-  state: SessionState,
+/**
+ * Sends `due` kept prompts as user messages (their fallback keys recorded as they are settled), then commits
+ * when the policy says so, unless something stayed unsettled (`stopped`); `report` counts it all.
+ */
+async function sendKeptAndCommit(
+  locked: Locked,
+  start: SessionState,
   due: FallbackPrompt[],
+  report: CaptureReport,
   queue: { queueOnly: boolean; queue?: SessionQueue },
-): Promise<{ state: SessionState; sent: SendReport; remember: boolean }> {
+  stopped = false,
+): Promise<SessionState> {
+  const { ctx, client, mode, save } = locked;
   const settled = (acked: number): SessionState => {
     const keys = due.slice(0, acked).map((p) => fallbackKey(p.text, p.at));
-    return {
-      ...state,
-      capturedKeys: [...state.capturedKeys, ...keys],
-      capturedSinceCommit: state.capturedSinceCommit + acked,
-      lastAckedKey: keys.at(-1) ?? state.lastAckedKey,
-    };
+    const lastAckedKey = keys.at(-1) ?? start.lastAckedKey;
+    const capturedSinceCommit = start.capturedSinceCommit + acked;
+    return { ...start, capturedKeys: [...start.capturedKeys, ...keys], capturedSinceCommit, lastAckedKey };
   };
-  const messages = due.map((p) => ({ role: "user" as const, content: p.text }));
-  const sent = await sendMessages(client, ctx.ovSessionId, messages, {
-    budget: mode.budget,
-    pendingDir: ctx.pendingDir,
-    ...queue,
-    onAcked: async (acked) => await save(settled(acked)),
-  });
-  return { state: settled(sent.acked), sent, remember: asksToRemember(messages) };
+  let state = start;
+  if (due.length) {
+    const messages = due.map((p) => ({ role: "user" as const, content: p.text }));
+    const sent = await sendMessages(client, ctx.ovSessionId, messages, {
+      ...{ budget: mode.budget, pendingDir: ctx.pendingDir, ...queue },
+      onAcked: async (acked) => await save(settled(acked)),
+    });
+    noteSent(report, sent);
+    [report.fallback, state, stopped] = [sent.acked, settled(sent.acked), stopped || sent.acked < due.length];
+    report.remember ||= asksToRemember(messages);
+  }
+  if (stopped) return state;
+  const done = await commitIfDue(locked, state, report, queue.queue);
+  report.commit = done.commit;
+  if (done.taskId) report.taskId = done.taskId;
+  return done.state;
 }
 
 /** Sends the due kept prompts (seen `minAgeMs` ago) of a session without a journal (`reason`), then commits. */
@@ -567,23 +547,20 @@ async function captureFromPrompts(
   reason: string,
   minAgeMs = 0,
 ): Promise<HookResult> {
-  const none: HookResult = { outcome: "no-journal", data: { reason, fallback: 0 } };
-  if (!ctx.capturePaths || !ctx.promptPaths) return none;
-  const kept = await keptPrompts(ctx);
-  if (!kept.length) return none;
+  const kept = ctx.capturePaths ? await keptPrompts(ctx) : [];
+  if (!ctx.capturePaths || !kept.length) return { outcome: "no-journal", data: { reason, fallback: 0 } };
   const client = clientFor(ctx);
   const res = await updateState(ctx.capturePaths, async (loaded, save) => {
-    const [locked, state] = [{ ctx, client, mode: lockedMode(waiting), save }, settling(loaded)];
+    const [state, report] = [settling(loaded), emptyReport()];
     const due = duePrompts(kept, state).filter((p) => Date.now() - p.at >= minAgeMs);
-    if (!due.length) return { value: { turns: 0, sent: 0, queued: 0, rejected: 0, commit: "none" } };
+    if (!due.length) return { value: report };
     const queueOnly = await hasUnsent(ctx.pendingDir, ctx.ovSessionId);
-    const { state: after, sent: report, remember } = await sendKept(locked, state, due, { queueOnly });
-    const done = await commitIfDue(locked, after, { ...report, remember });
-    const { sent, queued, rejected } = report;
-    return { state: done.state, value: { turns: report.acked, sent, queued, rejected, commit: done.commit } };
+    const locked = { ctx, client, mode: lockedMode(waiting), save };
+    const after = await sendKeptAndCommit(locked, state, due, report, { queueOnly });
+    return { state: after, value: { ...report, turns: report.fallback } };
   }, { waitMs: waiting.lockWaitMs, durable: true });
   if (!res.acquired) return { outcome: "lock-timeout", data: { reason } };
-  return { outcome: "no-journal", data: { reason, fallback: res.value.turns, ...res.value } };
+  return { outcome: "no-journal", data: { reason, ...res.value } };
 }
 
 /**

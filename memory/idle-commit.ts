@@ -4,10 +4,10 @@
  */
 
 import { Budget } from "../openviking/client.ts";
-import { dirName, joinPath, ledgerDir, orNoHome } from "../lib/paths.ts";
+import { dirName, joinPath } from "../lib/paths.ts";
 import { withLock } from "../lib/lock.ts";
 import { commitCaptured, MIN_COMMIT_MS, readState, type SessionState, updateState } from "./state.ts";
-import { appendLedger, originOf } from "./ledger.ts";
+import { recordRun } from "./ledger.ts";
 import { clientFor, type HookContext, otherSession, sessionDestination } from "./context.ts";
 
 /** Time a watch's pass gives its commits. */
@@ -29,11 +29,7 @@ const idleOf = async (ctx: HookContext): Promise<Idle> => ({
 });
 
 /** A session's state file, what it said, and when its captures are due for a commit. */
-interface Waiting {
-  file: string;
-  dueAt: number;
-  state: SessionState;
-}
+type Waiting = { file: string; dueAt: number; state: SessionState };
 
 /**
  * When `s`'s uncommitted captures are due (pure): idle `idleMs` after its last capture; now when that is ahead
@@ -87,13 +83,8 @@ type IdleCommit = "done" | "not-due" | "failed" | "busy" | "unsettled";
  * again; a capture of the session settles it first, as every capture does (failing that, it is left). One
  * whose journal is gone can never be settled, nor resent: what the server holds is committed.
  */
-async function commitIfIdle(
-  ctx: HookContext,
-  file: string,
-  idle: Idle,
-  budget: Budget,
-): Promise<IdleCommit> {
-  const [at, name] = [Date.now(), file.slice(dirName(file).length + 1).replace(/\.json$/, "")];
+async function commitIfIdle(ctx: HookContext, file: string, idle: Idle, budget: Budget): Promise<IdleCommit> {
+  const at = Date.now();
   const { inflight, ovSession, lastCaptureAt } = await readState(file);
   const settle = inflight?.keys.length && ovSession;
   let gone = false;
@@ -109,15 +100,15 @@ async function commitIfIdle(
     const due = dueAt(settle ? { ...s, lastCaptureAt } : s, idle.ms, idle.destination); // settling is no turn
     if (due === undefined || due > Date.now() || !s.ovSession) return { value: "not-due" };
     if (s.inflight?.keys.length && !gone) return { value: "unsettled" };
-    const options = { budget, pendingDir: ctx.pendingDir };
-    const { state, outcome } = await commitCaptured(clientFor(ctx), s.ovSession, s, options);
+    const { state, outcome } = await commitCaptured(clientFor(ctx), s.ovSession, s, {
+      budget,
+      pendingDir: ctx.pendingDir,
+    });
     if (outcome.kind === "failed") return { value: "failed" };
     // In the session's ledger as a capture of no turns that committed: `status` lists the commit.
-    const dir = orNoHome(() => ledgerDir(ctx.env));
     const taskId = outcome.kind === "committed" ? outcome.taskId : undefined;
-    const counts = { turns: 0, sent: 0, queued: 0, rejected: 0, commit: outcome.kind, taskId };
-    const entry = { kind: "capture", at, ms: Date.now() - at, event: "idle", ...counts } as const;
-    if (dir) await appendLedger(dir, name, { ...entry, origin: originOf(ctx.config) });
+    const result = { outcome: "captured", data: { commit: outcome.kind, taskId } };
+    await recordRun(otherSession(ctx, file, s.ovSession), result, at, "idle");
     return { state: { ...state, inflight: undefined }, value: "done" };
   }, { waitMs: 0, durable: true }).catch(() => ({ acquired: true as const, value: "failed" as const }));
   return res.acquired ? res.value : "busy";

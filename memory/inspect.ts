@@ -5,18 +5,7 @@
  */
 
 import * as z from "zod/mini";
-import {
-  buildHeaders,
-  checkResult,
-  classifyReply,
-  cleanFailure,
-  type ClientOptions,
-  failure,
-  type OpenVikingClient,
-  type OvFailure,
-  type OvResponse,
-  readBody,
-} from "../openviking/client.ts";
+import { failure, type OpenVikingClient, type OvFailure, type OvResponse } from "../openviking/client.ts";
 import { asRecord, isRecord, tolerant } from "../lib/parsed.ts";
 import { parseJsonOrUndefined } from "../lib/fs.ts";
 import { type LedgerEntry, readLedger, REPLAY_FILE } from "./ledger.ts";
@@ -91,8 +80,13 @@ export function memoriesOfTree(root: Root, entries: z.output<typeof Entries>): L
   return entries.flatMap((e) => {
     if (!e || e.isDir || !isMemoryUri(e.uri)) return [];
     const text = e.uri.slice(e.uri.lastIndexOf("/") + 1, -3).replaceAll("_", " ");
-    const modified = Date.parse(e.modTime ?? "") || 0;
-    return [{ uri: e.uri, scope: root.scope, kind: kindOf(e.uri), modified, text }];
+    return [{
+      uri: e.uri,
+      scope: root.scope,
+      kind: kindOf(e.uri),
+      modified: Date.parse(e.modTime ?? "") || 0,
+      text,
+    }];
   });
 }
 
@@ -184,13 +178,14 @@ export async function searchMemories(
     if (!res.ok) return void out.failures.push({ root, failure: res });
     for (const h of res.result.memories) {
       if (!h || !isMemoryUri(h.uri)) continue;
+      const { uri, score } = h;
       found[i].push({
-        uri: h.uri,
+        uri,
         scope: root.scope,
-        kind: kindOf(h.uri),
+        kind: kindOf(uri),
         modified: 0,
-        text: h.abstract || h.uri,
-        score: h.score,
+        text: h.abstract || uri,
+        score,
       });
     }
   }));
@@ -317,40 +312,6 @@ export async function forgetMemory(
   return rm.ok ? { ok: true, ...(memory.ok ? { text: memory.result } : {}) } : { ...rm, during: "delete" };
 }
 
-/** A bounded POST of `body` as it is: an OK reply's bytes when it is not JSON (a pack), else the classified reply. */
-async function post(options: ClientOptions, path: string, body: BodyInit, json: boolean) {
-  const url = new URL(`${options.baseUrl.replace(/\/+$/, "")}${path}`);
-  try {
-    const signal = AbortSignal.timeout(options.timeoutMs);
-    const headers = buildHeaders(options, undefined, json);
-    const res = await (options.fetch ?? fetch)(url, {
-      method: "POST",
-      headers,
-      body,
-      redirect: "manual",
-      signal,
-    });
-    const whole = await readBody(res, { maxBytes: MAX_PACK_BYTES, idleMs: Infinity, signal });
-    if (whole.stop) {
-      const why = whole.stop.kind === "too-large" ? `is larger than ${MAX_PACK_BYTES} bytes` : "was cut";
-      return failure(whole.stop.kind === "too-large" ? "too-large" : "unreachable", res.status, {
-        message: `the reply from ${url.origin} ${why}`,
-      });
-    }
-    const contentType = res.headers.get("content-type");
-    if (res.ok && !/json/.test(contentType ?? "")) return whole.bytes;
-    const [status, location, text] = [
-      res.status,
-      res.headers.get("location"),
-      new TextDecoder().decode(whole.bytes),
-    ];
-    const reply = classifyReply({ status, location, contentType, text, origin: url.origin });
-    return reply.ok ? reply : cleanFailure(reply, options.apiKey ? [options.apiKey] : []);
-  } catch (error) {
-    return failure("unreachable", 0, { code: "NETWORK", message: `no answer from ${url.origin}: ${error}` });
-  }
-}
-
 /** The largest pack read (exported, or imported from a file). */
 export const MAX_PACK_BYTES = 1 << 30;
 
@@ -390,12 +351,17 @@ export function isMemoriesPack(bytes: Uint8Array): boolean {
 }
 
 /** The user's memories as an `.ovpack` (a zip of the `memories/` root), or the failure. */
-export async function exportMemories(options: ClientOptions): Promise<Uint8Array | OvFailure> {
-  const body = JSON.stringify({ uri: "viking://~/memories" });
-  const got = await post(options, "/api/v1/pack/export", body, true);
-  if (got instanceof Uint8Array) return isMemoriesPack(got) ? got : noPack(200);
-  return got.ok ? noPack(got.status) : got;
+export async function exportMemories(client: OpenVikingClient): Promise<Uint8Array | OvFailure> {
+  const got = await client.request("POST", "/api/v1/pack/export", z.unknown(), {
+    body: { uri: "viking://~/memories" },
+    binary: true,
+    maxReplyBytes: MAX_PACK_BYTES,
+  });
+  if (!got.ok) return got;
+  return got.result instanceof Uint8Array && isMemoriesPack(got.result) ? got.result : noPack(got.status);
 }
+
+const Upload = z.object({ temp_file_id: z.string() });
 
 /** Imports `pack` in place of the user's memories: their URI, or the failure and whether it replaced nothing. */
 export async function importMemories(
@@ -404,9 +370,7 @@ export async function importMemories(
 ): Promise<OvResponse<string> | OvFailure & { replacedNothing: boolean }> {
   const form = new FormData();
   form.append("file", new Blob([pack.slice()]), "memories.ovpack");
-  const got = await post(client.options, "/api/v1/resources/temp_upload", form, false);
-  if (got instanceof Uint8Array) return { ...noPack(200), replacedNothing: true };
-  const upload = got.ok ? checkResult(got, z.object({ temp_file_id: z.string() }), "the upload") : got;
+  const upload = await client.request("POST", "/api/v1/resources/temp_upload", Upload, { body: form });
   if (!upload.ok) return { ...upload, replacedNothing: true };
   const done = await client.request("POST", "/api/v1/pack/import", z.object({ uri: z.string() }), {
     body: { temp_file_id: upload.result.temp_file_id, parent: "viking://~", on_conflict: "overwrite" },

@@ -5,8 +5,9 @@
 
 import * as z from "zod/mini";
 import type { Config } from "../openviking/config.ts";
-import { adviceFor, CauseSchema } from "../openviking/advice.ts";
-import { asRecord, isRecord, tolerant } from "../lib/parsed.ts";
+import { adviceFor, causeOf, CauseSchema } from "../openviking/advice.ts";
+import type { OvFailure } from "../openviking/client.ts";
+import { isRecord, tolerant } from "../lib/parsed.ts";
 import {
   ensurePrivateDir,
   listDir,
@@ -232,25 +233,17 @@ export function replayEntryOf(
 ): LedgerEntry | undefined {
   const r = isRecord(report) ? report : {};
   const run = { kind: "replay", at: timing.startedAt, ms: timing.now - timing.startedAt };
-  const { cause, ...counts } = ReplayEntrySchema.parse({ ...r, ...run, cause: plainCause(r.cause) });
+  // A capture's backlog report carries the client's failure as it is.
+  const failed = isRecord(r.cause) && isRecord(r.cause.error)
+    ? causeOf(r.cause as unknown as OvFailure)
+    : r.cause;
+  const { cause, ...counts } = ReplayEntrySchema.parse({ ...r, ...run, cause: failed });
   return counts.replayed || counts.rejected || cause ? { ...counts, ...(cause ? { cause } : {}) } : undefined;
-}
-
-/** A failure as the ledger keeps it: `{kind, status, message, code?}`, also from a client failure (`error.…`). */
-function plainCause(cause: unknown): unknown {
-  if (!isRecord(cause) || typeof cause.message === "string") return cause;
-  const { message, code } = asRecord(cause.error);
-  return {
-    kind: cause.kind,
-    status: cause.status,
-    message: typeof message === "string" ? message : "",
-    ...(typeof code === "string" ? { code } : {}),
-  };
 }
 
 /** The ledger entry of one hook run, or undefined when it did nothing worth recording (pure). */
 export function ledgerEntryOf(
-  ctx: Pick<HookContext, "event">,
+  ctx: { event: string },
   result: HookResult,
   timing: { startedAt: number; now: number },
 ): LedgerEntry | undefined {
@@ -314,9 +307,17 @@ export async function houseKeeping(ctx: HookContext, now = Date.now()): Promise<
   return temps;
 }
 
-/** Appends the run's entry to its session's ledger (a replay's, and a capture's backlog, to the replay one). */
-export async function recordRun(ctx: HookContext, result: HookResult, startedAt: number): Promise<void> {
-  const entry = ledgerEntryOf(ctx, result, { startedAt, now: Date.now() });
+/**
+ * Appends the run's entry to its session's ledger (a replay's, and a capture's backlog, to the replay one);
+ * `event` as the entry names it (the idle watch's commit: `idle`).
+ */
+export async function recordRun(
+  ctx: HookContext,
+  result: HookResult,
+  startedAt: number,
+  event: string = ctx.event,
+): Promise<void> {
+  const entry = ledgerEntryOf({ event }, result, { startedAt, now: Date.now() });
   const dir = orNoHome(() => ledgerDir(ctx.env));
   if (!dir) return;
   const backlog = !result.data?.backlog ||

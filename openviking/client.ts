@@ -258,9 +258,13 @@ export function clientOptions(
 /** The schema of a result nobody reads (writes). */
 export const AnyResult: z.ZodMiniUnknown = z.unknown();
 
-/** Options of one request; `peerId` null = none; `maxReplyBytes` default 1 MiB. */
+/**
+ * Options of one request; `peerId` null = none; `maxReplyBytes` default 1 MiB; a `FormData` body goes as it is;
+ * `binary`: an OK reply that is not JSON is its bytes (checked by the schema).
+ */
 export interface RequestOptions {
   body?: unknown;
+  binary?: boolean;
   query?: Record<string, string | number | boolean | undefined>;
   timeoutMs?: number;
   budget?: Budget;
@@ -306,8 +310,8 @@ function noAnswer(timedOut: boolean, timeout: number, late: string, why: string,
 async function exchange<S extends z.ZodMiniType>(
   doFetch: typeof fetch,
   url: URL,
-  init: { method: string; headers: Headers; body?: string },
-  limits: { timeout: number; maxBytes: number; schema: S; what: string },
+  init: { method: string; headers: Headers; body?: BodyInit },
+  limits: { timeout: number; maxBytes: number; schema: S; what: string; binary?: boolean },
 ): Promise<OvResponse<z.output<S>>> {
   const { timeout, maxBytes } = limits;
   const origin = withoutUserinfo(url.origin);
@@ -332,10 +336,12 @@ async function exchange<S extends z.ZodMiniType>(
     const why = `the reply from ${origin} was cut: ${withoutUserinfo(cause)}`;
     return noAnswer(signal.aborted, timeout, `the reply from ${origin} did not finish`, why);
   }
-  const reply = classifyReply({
-    status: response.status,
+  const [status, contentType] = [response.status, response.headers.get("content-type")];
+  const bytes = limits.binary && response.ok && !/json/.test(contentType ?? "");
+  const reply = bytes ? { ok: true as const, status, result: body.bytes } : classifyReply({
+    status,
     location: response.headers.get("location"),
-    contentType: response.headers.get("content-type"),
+    contentType,
     text: new TextDecoder().decode(body.bytes),
     origin,
   });
@@ -355,18 +361,19 @@ export function createClient(options: ClientOptions): OpenVikingClient {
       for (const [k, v] of Object.entries(req.query ?? {})) {
         if (v !== undefined) url.searchParams.set(k, String(v));
       }
-      const hasBody = req.body !== undefined;
+      const [hasBody, form] = [req.body !== undefined, req.body instanceof FormData];
       const identity = path === "/health" ? { ...options, apiKey: undefined } : options;
       const init = {
         method,
-        headers: buildHeaders(identity, req.peerId, hasBody),
-        body: hasBody ? JSON.stringify(req.body) : undefined,
+        headers: buildHeaders(identity, req.peerId, hasBody && !form),
+        body: form ? req.body as FormData : hasBody ? JSON.stringify(req.body) : undefined,
       };
       const r = await exchange(doFetch, url, init, {
         timeout: Math.min(req.timeoutMs ?? options.timeoutMs, left),
         maxBytes: req.maxReplyBytes ?? 1 << 20,
         schema,
         what: `${method} ${path}`,
+        binary: req.binary,
       });
       return r.ok ? r : cleanFailure(r, secrets);
     },

@@ -143,7 +143,7 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
             assertEquals(state.lastCaptureEvent, "interrupt");
             const run = (await rig.hookRuns()).find((r) => r.event === "interrupt");
             console.log(`  interrupt hook: ${run?.outcome} in ${run?.durationMs} ms, commit ${run?.commit}`);
-            // `jfb:` keys mark the kept prompt this journal turn settled (memory/prompt-fallback.ts), not a message.
+            // `jfb:` keys mark the kept prompt this journal turn settled (memory/prompt.ts), not a message.
             const keys = (state.capturedKeys as string[]).filter((k) => !k.startsWith("jfb:"));
             assertEquals(keys, ["0:user", "0:assistant"]);
             assertEquals(fake.sessions.get(ov)?.commits, 1, "the interrupt capture commits");

@@ -19,7 +19,7 @@ import {
   type ReplayEntry,
 } from "../../memory/ledger.ts";
 import { commandName } from "../../lib/self.ts";
-import { DUPLICATE_WINDOW_MS } from "../../memory/prompt-fallback.ts";
+import { DUPLICATE_WINDOW_MS } from "../../memory/prompt.ts";
 import { doctorChecks, world } from "./world.ts";
 
 /** A world whose captures are over when their hook exits; `ask` more over its environment. */
