@@ -6,8 +6,6 @@ import { readAllStdin } from "../lib/bytes.ts";
 
 /** The `hook` command: runs `event` (its CLI name) on this process's stdin. */
 export async function hookEntry(name: string): Promise<number> {
-  // A file size limit (`ulimit -f`) reached: the write fails (EFBIG), as on a full disk, instead of a kill.
-  if (Deno.build.os !== "windows") Deno.addSignalListener("SIGXFSZ", () => {});
   const event = HOOKS.find((h) => h.event === name)?.cli ?? name; // Kimi's spelling too
   const stdin = await readAllStdin();
   if (DETACHED_EVENTS.has(event) && await handToWorker(event, stdin)) return 0;
