@@ -7,6 +7,7 @@
  * full disk never causes a resend and leaves no temp file.
  */
 
+import { canMountTmpfs } from "../support/temp.ts";
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { FAKE_MEMORY_LINE, type FakeOpenViking } from "../support/fake-openviking.ts";
 import { hookIn, placeJournal } from "../support/hook-context.ts";
@@ -226,21 +227,6 @@ Deno.test("a read-only mount at ~/.openviking: recall works, capture sends nothi
   });
   assertEquals(pathsUnder(ov), [], "the mount point underneath stayed empty");
 });
-
-function canMountTmpfs(): boolean {
-  if (Deno.build.os !== "linux") return false;
-  const dir = Deno.makeTempDirSync({ prefix: "ovk-mount-" });
-  try {
-    const args = ["-t", "tmpfs", "-o", "size=64k", "tmpfs", dir];
-    const ok = new Deno.Command("mount", { args, stderr: "null" }).outputSync().success;
-    if (ok) new Deno.Command("umount", { args: [dir] }).outputSync();
-    return ok;
-  } catch {
-    return false;
-  } finally {
-    Deno.removeSync(dir, { recursive: true });
-  }
-}
 
 /** Fills `dir`'s file system, leaving `room` bytes (pages of 4 KiB on tmpfs). */
 async function fill(dir: string, room: number): Promise<void> {

@@ -6,7 +6,7 @@
  */
 
 import { assertEquals, assertMatch, assertNotMatch } from "../support/assert.ts";
-import { tempDir } from "../support/temp.ts";
+import { canMountTmpfs, tempDir } from "../support/temp.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { fakeCompiled, installSandbox, snapshot } from "./helpers.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
@@ -159,23 +159,6 @@ Deno.test({
     }
   },
 });
-
-/** Whether this process may mount a small tmpfs (root with CAP_SYS_ADMIN on Linux): a disk that can be filled. */
-function canMountTmpfs(): boolean {
-  if (Deno.build.os !== "linux") return false;
-  const dir = Deno.makeTempDirSync({ prefix: "ovk-mount-" });
-  try {
-    const ok =
-      new Deno.Command("mount", { args: ["-t", "tmpfs", "-o", "size=64k", "tmpfs", dir], stderr: "null" })
-        .outputSync().success;
-    if (ok) new Deno.Command("umount", { args: [dir] }).outputSync();
-    return ok;
-  } catch {
-    return false;
-  } finally {
-    Deno.removeSync(dir, { recursive: true });
-  }
-}
 
 Deno.test({
   name: "a full disk under the second file rolls back the first (needs a tmpfs mount: root + CAP_SYS_ADMIN)",
