@@ -17,7 +17,7 @@ import { type Config, keyFor } from "../openviking/config.ts";
 import { BUILTIN_TOOLS, offeredTools } from "../memory/tools.ts";
 import { type Failure, failureError } from "./errors.ts";
 import { readToolCache, validTools, writeToolCache } from "./tool-cache.ts";
-import { MAX_DEPTH, neutralized, redactedCall, TooDeep } from "./gate.ts";
+import { MAX_DEPTH, neutralized, redactedCall } from "./gate.ts";
 
 /**
  * The production bounds. Time (ms): start-up methods, a whole request, the longest a tool call's reply may
@@ -159,14 +159,8 @@ class Refused extends Error {
 }
 
 /** `message` neutralised (see {@link neutralized}), or why not: it nests deeper than the proxy walks. */
-function gated<T extends JSONRPCMessage>(message: T, catalog: boolean): T | Failure {
-  try {
-    return neutralized(message, catalog);
-  } catch (error) {
-    if (error instanceof TooDeep) return { kind: "too-deep", levels: MAX_DEPTH };
-    throw error;
-  }
-}
+const gated = <T extends JSONRPCMessage>(message: T, catalog: boolean): T | Failure =>
+  neutralized(message, catalog) ?? { kind: "too-deep", levels: MAX_DEPTH };
 
 /** How often the recall breaker is read while the client waits for the session to start. */
 const BREAKER_POLL_MS = 250;
@@ -528,7 +522,7 @@ export class Proxy {
       const catalog = request.method === "tools/list";
       const clean = failed(out) ? out : gated(out, catalog);
       const reply = failed(clean)
-        ? neutralized(await this.fallback(request, clean), catalog)
+        ? neutralized(await this.fallback(request, clean), catalog)!
         : (request.method === "tools/list" ? this.listed(request, clean) : clean);
       await this.options.send(reply);
     } finally {
@@ -568,9 +562,8 @@ export class Proxy {
       error: { code: -32602, message },
     });
     try {
-      return redactedCall(request);
+      return redactedCall(request) ?? refused(`Tool arguments nested deeper than ${MAX_DEPTH} levels.`);
     } catch (error) {
-      if (error instanceof TooDeep) return refused(`Tool arguments nested deeper than ${MAX_DEPTH} levels.`);
       this.options.log.stage("redact-failed", { error: String(error) });
       return refused(
         "Tool arguments could not be redacted, so they were not sent; shorten them and try again.",
