@@ -87,12 +87,7 @@ export function networkCause(error: unknown): string {
     "unknown network error";
 }
 
-const isEventStream = (type: string | null) =>
-  (type ?? "").toLowerCase().split(";")[0].trim() === "text/event-stream";
 const idKey = (id: string | number) => `${typeof id}:${id}`;
-
-/** How long work aborted at shutdown may take to end. */
-const ABORTED_MS = 1_000;
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
 const sleep = (ms: number, signal: AbortSignal) => delay(ms, undefined, { signal }).catch(() => {});
@@ -161,9 +156,6 @@ class Refused extends Error {
 /** `message` neutralised (see {@link neutralized}), or why not: it nests deeper than the proxy walks. */
 const gated = <T extends JSONRPCMessage>(message: T, catalog: boolean): T | Failure =>
   neutralized(message, catalog) ?? { kind: "too-deep", levels: MAX_DEPTH };
-
-/** How often the recall breaker is read while the client waits for the session to start. */
-const BREAKER_POLL_MS = 250;
 
 /** The proxy: one upstream MCP session on behalf of one stdio client. */
 export class Proxy {
@@ -267,7 +259,7 @@ export class Proxy {
     }
     if (!response.body) return response;
     const reply = (body: BodyInit) => new Response(body, { status, statusText, headers: response.headers });
-    const sse = isEventStream(response.headers.get("content-type"));
+    const sse = /^\s*text\/event-stream\s*(;|$)/i.test(response.headers.get("content-type") ?? "");
     if (entry) entry.sse = sse;
     if (sse) return reply(this.bounded(response.body, timing, entry, giveUp));
     const limits = {
@@ -486,9 +478,7 @@ export class Proxy {
     return task;
   }
 
-  private async paused(): Promise<boolean> {
-    return await this.options.paused?.().catch(() => false) ?? false;
-  }
+  private paused = async () => await this.options.paused?.().catch(() => false) ?? false;
 
   /** A client request, answered (`ping` here). */
   private async request(request: JSONRPCRequest): Promise<void> {
@@ -542,7 +532,7 @@ export class Proxy {
     const end = cached ? since + this.limits.cachedStartMs : Infinity;
     const waited = async () => {
       while (!done.signal.aborted) {
-        await sleep(Math.max(0, Math.min(BREAKER_POLL_MS, end - Date.now())), done.signal);
+        await sleep(Math.max(0, Math.min(250, end - Date.now())), done.signal); // the breaker read 4 times a second
         if (!done.signal.aborted && (Date.now() >= end || await this.paused())) return early;
       }
     };
@@ -674,6 +664,6 @@ export class Proxy {
     if (graceMs > 0 && this.tasks.size > 0) await settledWithin(this.tasks, graceMs);
     this.stopped.abort();
     await this.http.close();
-    await settledWithin(this.tasks, ABORTED_MS);
+    await settledWithin(this.tasks, 1_000); // what was aborted ends
   }
 }
