@@ -9,7 +9,6 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { OFFERED_TOOLS, OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
 import { BUILTIN_TOOLS } from "../../memory/tools.ts";
-import { offlineProtocolVersion } from "../../mcp/proxy.ts";
 import { readToolCache, toolCachePath, writeToolCache } from "../../mcp/tool-cache.ts";
 import { errorOf, freePort, type Json, resultOf, startProxy, toolNames } from "./harness.ts";
 import { startHungServer } from "../support/hung-server.ts";
@@ -34,12 +33,6 @@ Deno.test("mcp/offline: the built-in catalog is the tools memory needs, with obj
       assertTrue(r in (t.inputSchema.properties ?? {}), `${t.name}.${r}`);
     }
   }
-});
-
-Deno.test("mcp/offline: protocol version answered while offline", () => {
-  const asked = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "1999-01-01", undefined];
-  const answered = ["2025-06-18", "2025-06-18", "2025-03-26", "2024-11-05", "2025-06-18", "2025-06-18"];
-  assertEquals(asked.map(offlineProtocolVersion), answered);
 });
 
 Deno.test("mcp/offline: tool cache round trip, per URL, rejects junk, rewrites only on change", async () => {
