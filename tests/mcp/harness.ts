@@ -12,9 +12,10 @@ import { tempDir } from "../support/temp.ts";
 /** A JSON object as it came out of the proxy. */
 export type Json = Record<string, unknown>;
 
-/** Options of an in-process proxy: its cwd, shorter bounds than production's, a client slow to read. */
+/** Options of an in-process proxy: its cwd, more environment, shorter bounds, a client slow to read. */
 export interface HarnessOptions {
   cwd?: string;
+  env?: Record<string, string>;
   limits?: ProxyOptions["limits"];
   /** Holds each output line until it resolves (rejects: the output went away). */
   stall?: (line: string) => Promise<void>;
@@ -120,7 +121,7 @@ export async function until(condition: () => boolean, what: string): Promise<voi
 export async function openSession(fakeOptions: FakeOptions = {}, options: HarnessOptions = {}) {
   const home = await tempDir("ovk-mcp-");
   const fake = await FakeOpenViking.start(fakeOptions);
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url }, options);
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url, ...options.env }, options);
   await proxy.initialize();
   await until(() => fake.mcp.receivedMethod("notifications/initialized").length > 0, "initialized");
   return {

@@ -193,29 +193,6 @@ Deno.test("mcp/offline: an initialize the server refuses with a JSON-RPC error i
   assertEquals(await proxy.close(), 0);
 });
 
-Deno.test("mcp/redirect: a same-origin redirect is followed with credentials; another origin's is not, the key never leaves", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start({ apiKey: KEY });
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url, OPENVIKING_API_KEY: KEY });
-  await proxy.initialize();
-  const redirect = (location: string, body?: string) => {
-    const raw = { status: 308, headers: { location }, body, repeatBytes: body ? 1024 ** 3 : undefined };
-    fake.fault({ route: "POST /mcp", raw, times: 1 });
-  };
-  redirect(`${fake.url}/mcp`, " ".repeat(65_536)); // of its 1 GiB body only the start is read
-  resultOf(await proxy.request(1, "tools/call", { name: "health", arguments: {} }));
-  const posts = fake.requestsTo("POST /mcp");
-  assertTrue(posts.every((r) => r.headers["authorization"] === `Bearer ${KEY}`));
-  // Nothing listens there: had the proxy followed, the call would say "cannot reach".
-  const away = `http://localhost:${freePort()}/mcp`;
-  redirect(away);
-  const e = errorOf(await proxy.request(2, "tools/call", { name: "health", arguments: {} }));
-  assertEquals(e.code, -32002);
-  assertMatch(e.message, new RegExp(`redirected to ${away}, another origin`));
-  assertEquals(await proxy.close(), 0);
-  assertNotMatch(proxy.lines.join("\n"), new RegExp(KEY));
-});
-
 Deno.test("mcp/tools: the model is offered what memory needs; OPENVIKING_MCP_TOOLS offers more, or all; a workspace file cannot", async () => {
   await using home = await tempDir("ovk-mcp-");
   await using fake = await FakeOpenViking.start();

@@ -1,13 +1,22 @@
 /**
  * The proxy (in-process, on in-memory stdio) against the fake OpenViking's /mcp: headers, JSON and SSE replies,
- * sessions, errors, auth, concurrency, cancellation, redirects.
+ * errors and redirects, auth, shutdown, the output backlog, what reaches the model and what leaves for the server.
  */
 
 import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { OFFERED_TOOLS, sseBody, sseReply } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
-import { errorOf, type Json, openSession, resultOf, startProxy, toolNames, until } from "./harness.ts";
+import {
+  errorOf,
+  freePort,
+  type Json,
+  openSession,
+  resultOf,
+  startProxy,
+  toolNames,
+  until,
+} from "./harness.ts";
 import { Proxy } from "../../mcp/proxy.ts";
 import { loadConfig } from "../../openviking/config.ts";
 import { silentLogger } from "../../lib/log.ts";
@@ -25,14 +34,10 @@ const call = (id: unknown, name: string, args: Json = {}) => ({
 /** `work`'s value, or a failure naming `what` when it takes longer than the test waits. */
 async function within<T>(work: Promise<T>, what: string): Promise<T> {
   let clock: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) =>
-    clock = setTimeout(() => reject(new Error(`${what} did not happen within 20 s`)), 20_000)
+  const late = new Promise<never>((_, no) =>
+    clock = setTimeout(() => no(new Error(`${what}: over 20 s`)), 20_000)
   );
-  try {
-    return await Promise.race([work, late]);
-  } finally {
-    clearTimeout(clock);
-  }
+  return await Promise.race([work, late]).finally(() => clearTimeout(clock));
 }
 
 Deno.test("mcp/fake: every request carries auth, identity and protocol version headers", async () => {
@@ -65,18 +70,21 @@ Deno.test("mcp/fake: every request carries auth, identity and protocol version h
     "notifications/roots/list_changed",
     "notifications/cancelled",
   ]);
+  const names =
+    "accept content-type authorization x-openviking-account x-openviking-user x-openviking-actor-peer";
+  const expected = [
+    "application/json, text/event-stream",
+    "application/json",
+    `Bearer ${KEY}`,
+    "acct-1",
+    "user-1",
+  ];
+  expected.push("peer-1", "openviking-memory-kimicode/0.1.0");
   const posts = fake.requestsTo("POST /mcp");
-  for (const r of posts) {
-    assertEquals(r.headers["accept"], "application/json, text/event-stream");
-    assertEquals(r.headers["content-type"], "application/json");
-    assertEquals(r.headers["authorization"], `Bearer ${KEY}`);
-    assertEquals(r.headers["x-openviking-account"], "acct-1");
-    assertEquals(r.headers["x-openviking-user"], "user-1");
-    assertEquals(r.headers["x-openviking-actor-peer"], "peer-1");
-    assertEquals(r.headers["user-agent"], "openviking-memory-kimicode/0.1.0");
-  }
-  assertEquals(posts[0].headers["mcp-protocol-version"], "2025-06-18");
-  for (const r of posts.slice(1)) assertEquals(r.headers["mcp-protocol-version"], "2025-11-25");
+  for (const r of posts) assertEquals(`${names} user-agent`.split(" ").map((h) => r.headers[h]), expected);
+  // The proxy's own initialize goes in OpenViking's version, the rest in the one the server answered.
+  const versions = posts.map((r) => r.headers["mcp-protocol-version"]);
+  assertEquals(versions, ["2025-06-18", ...posts.slice(1).map(() => "2025-11-25")]);
   // stdout carried JSON-RPC lines only: three responses
   assertEquals(proxy.lines.map((l) => JSON.parse(l).id), ["init", 2, 3]);
 });
@@ -123,16 +131,20 @@ Deno.test("mcp/fake: SSE stream with comments, multi-line data, [DONE], server r
   }
 });
 
-Deno.test("mcp/fake: upstream HTTP errors, empty and broken replies and dropped connections become JSON-RPC errors", async () => {
-  await using session = await openSession();
+Deno.test("mcp/fake: upstream HTTP errors, empty and broken replies, dropped connections and redirects to another origin become JSON-RPC errors; the key never leaves", async () => {
+  await using session = await openSession({ apiKey: KEY }, { env: { OPENVIKING_API_KEY: KEY } });
   const { fake, proxy } = session;
-
   const json = (body: string, type = "application/json") => ({
     status: 200,
     headers: { "content-type": type },
     body,
   });
   const page = "<html><body>Bad gateway</body></html>".padEnd(64 * 1024, " ");
+  const redirect = (location: string, body?: string) => ({
+    raw: { status: 308, headers: { location }, body, repeatBytes: body ? GIB : undefined },
+  });
+  // Nothing listens there: had the proxy followed, the call would say "cannot reach".
+  const away = `http://localhost:${freePort()}/mcp`;
   const cases = [
     [{ status: 500 }, -32002, /HTTP 500: injected 500/],
     [json(""), -32003, /sent no response/],
@@ -144,26 +156,31 @@ Deno.test("mcp/fake: upstream HTTP errors, empty and broken replies and dropped 
     ],
     [json("<html>hi</html>", "text/html"), -32002, /not JSON-RPC/],
     [{ drop: true }, -32004, new RegExp(`cannot reach ${fake.url}/mcp.*running`)],
-    // Of a 1 GiB error page only the start is read.
+    // Of a 1 GiB error page, or a redirect's body, only the start is read; a redirect within the origin is followed.
     [
       { raw: { status: 500, headers: { "content-type": "text/html" }, body: page, repeatBytes: GIB } },
       -32002,
       /HTTP 500: &lt;html>&lt;body>Bad gateway/,
     ],
+    [redirect(`${fake.url}/mcp`, " ".repeat(65_536)), 0, /fake health/],
+    [redirect(away), -32002, new RegExp(`redirected to ${away}, another origin`)],
   ] as const;
   for (const [i, [reply, code, words]] of cases.entries()) {
     if ("body" in reply) fake.mcp.script = () => reply;
     else fake.fault({ route: "POST /mcp", ...reply, times: 1 });
-    const error = errorOf(await proxy.request(i, "tools/call", { name: "health", arguments: {} }));
+    const answer = await proxy.request(i, "tools/call", { name: "health", arguments: {} });
     fake.mcp.script = undefined;
-    assertEquals(error.code, code);
-    assertMatch(error.message, words);
+    const { code: got = 0, message } = (answer.error ?? {}) as Json;
+    assertEquals(got, code, String(message));
+    assertMatch(String(message ?? JSON.stringify(answer.result)), words);
   }
   // and the next call works
   resultOf(await proxy.request("next", "tools/call", { name: "health", arguments: {} }));
+  assertTrue(fake.requestsTo("POST /mcp").every((r) => r.headers["authorization"] === `Bearer ${KEY}`));
+  assertNotMatch(proxy.lines.join("\n"), new RegExp(KEY));
 });
 
-Deno.test("mcp/fake: SIGTERM and stdin EOF end the proxy within the grace while a call is stuck and its id sent again", async () => {
+Deno.test("mcp/fake: shutdown is bounded: SIGTERM and stdin EOF within the grace while a call is stuck and its id sent again; a reply that cannot be written; a client that stopped reading", async () => {
   await using home = await tempDir("ovk-mcp-");
   await using fake = await FakeOpenViking.start();
   for (const stop of ["terminate", "close"] as const) {
@@ -176,23 +193,17 @@ Deno.test("mcp/fake: SIGTERM and stdin EOF end the proxy within the grace while 
     assertEquals(await within(proxy[stop](), `exit on ${stop}`), 0);
     held.release();
   }
-});
-
-Deno.test("mcp/fake: shutdown ends even when a reply cannot be written (a client that stopped reading)", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
   const { config } = await loadConfig({ HOME: home.path, OPENVIKING_URL: fake.url }, home.path);
+  const never = () => new Promise<void>(() => {});
   const proxy = new Proxy({
     settings: { config, peerId: "" },
-    send: () => new Promise(() => {}),
+    send: never,
     log: silentLogger,
     toolCache: "",
   });
   void proxy.handle({ jsonrpc: "2.0", id: 1, method: "ping" });
   await within(proxy.shutdown(0), "the end of shutdown");
-});
-
-Deno.test("mcp/fake: when the client stops reading stdout (a write fails), the proxy exits with stdin open", async () => {
+  // When the client stops reading stdout (a write fails), the proxy exits with stdin open.
   let gone = false;
   const stall = () => gone ? Promise.reject(new Error("Broken pipe")) : Promise.resolve();
   await using session = await openSession({}, { stall });
