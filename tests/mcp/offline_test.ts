@@ -1,7 +1,7 @@
 /**
  * OpenViking down when the session starts: initialize, tools/list and ping are answered locally, calls say what
  * to check, and once the server is up the proxy initialises it and works without a restart. Plus the tool-list
- * cache and the redirect policy (credentials only go to the configured origin).
+ * cache and the tools offered.
  */
 
 import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
@@ -24,38 +24,25 @@ const openBreaker = (home: string, url: string) =>
     failure: failure("unreachable", 0, { code: "TIMEOUT", message: `no answer from ${url}` }),
   });
 
-Deno.test("mcp/offline: the built-in catalog is the tools memory needs, with object schemas", () => {
+Deno.test("mcp/offline: the built-in catalog is the tools memory needs; the cache is per URL, 0600, junk refused, rewritten only on change", async () => {
   assertEquals(BUILTIN_TOOLS.map((t) => t.name), OFFERED_TOOLS);
-  for (const t of BUILTIN_TOOLS) {
-    assertEquals(t.inputSchema.type, "object");
-    assertTrue((t.description ?? "").length > 10, `${t.name} has a description`);
-    for (const r of t.inputSchema.required ?? []) {
-      assertTrue(r in (t.inputSchema.properties ?? {}), `${t.name}.${r}`);
-    }
+  for (const { name, description = "", inputSchema: schema } of BUILTIN_TOOLS) {
+    assertTrue(schema.type === "object" && description.length > 10, name);
+    for (const r of schema.required ?? []) assertTrue(r in (schema.properties ?? {}), `${name}.${r}`);
   }
-});
-
-Deno.test("mcp/offline: tool cache round trip, per URL, rejects junk, rewrites only on change", async () => {
   await using home = await tempDir("ovk-mcp-");
-  const path = toolCachePath({ HOME: home.path });
-  assertEquals(await readToolCache(path, "http://a/mcp"), undefined);
-  const tools = [{
-    name: "find",
-    description: "d",
-    inputSchema: { type: "object" as const, properties: {} },
-  }];
-  assertEquals(await writeToolCache(path, "http://a/mcp", tools), true);
-  assertEquals(await writeToolCache(path, "http://a/mcp", tools), false);
-  assertEquals(await readToolCache(path, "http://a/mcp"), tools);
-  assertEquals(await readToolCache(path, "http://b/mcp"), undefined);
+  const [path, url] = [toolCachePath({ HOME: home.path }), "http://a/mcp"];
+  assertEquals(await readToolCache(path, url), undefined);
+  const tools = [{ name: "find", description: "d", inputSchema: { type: "object" as const } }];
+  const write = () => writeToolCache(path, url, tools);
+  assertEquals([await write(), await write()], [true, false]);
+  const read = (url: string) => readToolCache(path, url);
+  assertEquals([await read(url), await read("http://b/mcp")], [tools, undefined]);
   if (Deno.build.os !== "windows") assertEquals((await Deno.stat(path)).mode! & 0o777, 0o600);
-  await Deno.writeTextFile(path, "{not json");
-  assertEquals(await readToolCache(path, "http://a/mcp"), undefined);
-  await Deno.writeTextFile(
-    path,
-    JSON.stringify({ mcpUrl: "http://a/mcp", savedAt: "x", tools: [{ name: 1 }] }),
-  );
-  assertEquals(await readToolCache(path, "http://a/mcp"), undefined);
+  for (const junk of ["{not json", JSON.stringify({ mcpUrl: url, savedAt: "x", tools: [{ name: 1 }] })]) {
+    await Deno.writeTextFile(path, junk);
+    assertEquals(await readToolCache(path, url), undefined);
+  }
 });
 
 Deno.test("mcp/offline: a hung server is not asked while the breaker is open, waited for briefly when a tool list is cached or until the breaker opens, else the start-up limit; a call outlives an initialize that broke off", async () => {
@@ -180,20 +167,7 @@ Deno.test("mcp/offline: server down at start, then up: no restart needed, tools 
   for (const text of [...proxy.lines, ...again.lines]) assertNotMatch(text, new RegExp(KEY));
 });
 
-Deno.test("mcp/offline: an initialize the server refuses with a JSON-RPC error is passed through", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
-  const error = { code: -32602, message: "Unsupported protocol version" };
-  const body = (id: unknown) => JSON.stringify({ jsonrpc: "2.0", id, error });
-  const headers = { "content-type": "application/json" };
-  fake.mcp.script = ([m]) =>
-    m.method === "initialize" ? { status: 200, headers, body: body(m.id) } : undefined;
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  assertEquals(errorOf(await proxy.initialize("1999-01-01")).message, error.message);
-  assertEquals(await proxy.close(), 0);
-});
-
-Deno.test("mcp/tools: the model is offered what memory needs; OPENVIKING_MCP_TOOLS offers more, or all; a workspace file cannot", async () => {
+Deno.test("mcp/tools: the model is offered what memory needs; OPENVIKING_MCP_TOOLS offers more, or all; a workspace file cannot; a refused initialize passes", async () => {
   await using home = await tempDir("ovk-mcp-");
   await using fake = await FakeOpenViking.start();
   const listed = async (env: Record<string, string>, cwd?: string) => {
@@ -222,6 +196,18 @@ Deno.test("mcp/tools: the model is offered what memory needs; OPENVIKING_MCP_TOO
   await Deno.mkdir(`${repo}/.openviking`, { recursive: true });
   await Deno.writeTextFile(`${repo}/.openviking/config.json`, JSON.stringify({ mcpTools: "all" }));
   assertEquals(await listed({}, repo), OFFERED_TOOLS);
+  // An initialize the server refuses with a JSON-RPC error is passed through.
+  const error = { code: -32602, message: "Unsupported protocol version" };
+  const headers = { "content-type": "application/json" };
+  const refusal = (id: unknown) => ({
+    status: 200,
+    headers,
+    body: JSON.stringify({ jsonrpc: "2.0", id, error }),
+  });
+  fake.mcp.script = ([m]) => m.method === "initialize" ? refusal(m.id) : undefined;
+  const refused = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+  assertEquals(errorOf(await refused.initialize("1999-01-01")).message, error.message);
+  assertEquals(await refused.close(), 0);
 
   // Offline, the cached list (the server's whole list) is offered through the same choice.
   await fake.close();
