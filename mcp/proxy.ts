@@ -20,11 +20,9 @@ import { readToolCache, validTools, writeToolCache } from "./tool-cache.ts";
 import { MAX_DEPTH, neutralized, redactedCall } from "./gate.ts";
 
 /**
- * The production bounds. Time (ms): start-up methods, a whole request, the longest a tool call's reply may
- * send no byte (well under Kimi's 60 s tool timeout, decision 44); how long the client's initialize and first
- * tools/list wait for the server when a tool list is cached (Kimi waits for its MCP tools before its first
- * model request; a healthy OpenViking answers in milliseconds). Bytes of a reply, counted as inflated: a JSON
- * body or one SSE event; an SSE stream.
+ * The production bounds (decision 44). Time (ms): start-up methods, a whole request, a tool call's reply
+ * without a byte, the client's start with a tool list cached. Bytes, as inflated: a JSON body or SSE event; a
+ * stream.
  */
 export const PROXY_LIMITS = {
   startupMs: 10_000,
@@ -297,10 +295,7 @@ export class Proxy {
     return typeof id === "string" || typeof id === "number" ? this.pending.get(idKey(id)) : undefined;
   }
 
-  /**
-   * An SSE reply within the byte bounds (of the stream and of one event) and the idle bound, passed on in
-   * whole lines. A bound, `giveUp` or a broken body ends the pipe, which cancels the body.
-   */
+  /** An SSE reply within its byte and idle bounds, in whole lines; ending the pipe cancels the body. */
   private bounded(
     body: ReadableStream<Uint8Array>,
     timing: Timing,
@@ -400,10 +395,7 @@ export class Proxy {
       : { kind: "empty", status };
   }
 
-  /**
-   * Sends a request: the session initialised first; once more after a new key, or when an initialize begun
-   * before the request broke off without an answer (the server went away meanwhile, maybe to come back).
-   */
+  /** Sends a request, the session initialised first; again after a new key or a joined initialize's break. */
   private async send(request: JSONRPCRequest, timing: Timing, cancel?: AbortSignal): Promise<Outcome> {
     for (let retried = false;; retried = true) {
       const generation = this.generation;
@@ -521,10 +513,7 @@ export class Proxy {
     }
   }
 
-  /**
-   * `work`'s outcome, or `early` once the client should wait no longer for the session to start: as soon as
-   * the recall breaker opens, or at `cachedStartMs` after `since` when a tool list is cached. `work` goes on.
-   */
+  /** `work`'s outcome, or a timeout when the breaker opens or (a list cached) `cachedStartMs` after `since`. */
   private async startup(work: Promise<Failure | undefined>, since: number): Promise<Failure | undefined> {
     const done = new AbortController();
     const early: Failure = { kind: "timeout", ms: this.limits.cachedStartMs };
@@ -532,7 +521,7 @@ export class Proxy {
     const end = cached ? since + this.limits.cachedStartMs : Infinity;
     const waited = async () => {
       while (!done.signal.aborted) {
-        await sleep(Math.max(0, Math.min(250, end - Date.now())), done.signal); // the breaker read 4 times a second
+        await sleep(Math.max(0, Math.min(250, end - Date.now())), done.signal); // the breaker, every 250 ms
         if (!done.signal.aborted && (Date.now() >= end || await this.paused())) return early;
       }
     };
