@@ -51,6 +51,12 @@ export function startProxy(env: Record<string, string>, options: HarnessOptions 
   const send = (message: unknown) => writer.write(new TextEncoder().encode(`${JSON.stringify(message)}\n`));
   const response = (id: unknown, from = 0) =>
     waitFor((m) => m.id === id && ("result" in m || "error" in m), `response to ${JSON.stringify(id)}`, from);
+  /** Sends a request and waits for its response (not an earlier one to the same id: ids may be reused). */
+  const request = async (id: unknown, method: string, params?: unknown) => {
+    const from = parsed.length;
+    await send({ jsonrpc: "2.0", id, method, params });
+    return await response(id, from);
+  };
   return {
     send,
     lines,
@@ -58,12 +64,10 @@ export function startProxy(env: Record<string, string>, options: HarnessOptions 
     messages: () => parsed,
     waitFor,
     response,
-    /** Sends a request and waits for its response (not an earlier one to the same id: ids may be reused). */
-    request: async (id: unknown, method: string, params?: unknown) => {
-      const from = parsed.length;
-      await send({ jsonrpc: "2.0", id, method, params });
-      return await response(id, from);
-    },
+    request,
+    /** A tools/call of `name` with `args`, answered. */
+    call: (id: unknown, name: string, args: unknown = {}) =>
+      request(id, "tools/call", { name, arguments: args }),
     /** initialize + notifications/initialized, like Kimi Code; returns the initialize response. */
     async initialize(protocolVersion = "2025-11-25") {
       const clientInfo = { name: "kimi-code", version: "2.1.0" };

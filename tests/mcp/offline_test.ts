@@ -64,7 +64,7 @@ Deno.test("mcp/offline: a hung server is not asked while the breaker is open, wa
     );
     assertEquals(toolNames(await proxy.request(1, "tools/list")), OFFERED_TOOLS);
     assertMatch(errorOf(await proxy.request(2, "resources/list")).message, /memory is paused/);
-    const call = errorOf(await proxy.request(3, "tools/call", { name: "search", arguments: { query: "q" } }));
+    const call = errorOf(await proxy.call(3, "search", { query: "q" }));
     assertMatch(call.message, /memory is paused.*openviking-kimi doctor/);
     assertNotMatch(call.message, /cannot reach/, "the server is reachable: only its searches hang");
     assertEquals(hung.requests, [], "start-up, listings and tool calls asked the hung server nothing");
@@ -100,7 +100,7 @@ Deno.test("mcp/offline: a hung server is not asked while the breaker is open, wa
     await hung.close();
     closed = true;
     await using fake = await FakeOpenViking.start({ port: hung.port });
-    resultOf(await third.request(2, "tools/call", { name: "find", arguments: { query: "q" } }));
+    resultOf(await third.call(2, "find", { query: "q" }));
     await third.waitFor((m) => m.method === "notifications/tools/list_changed", "list_changed");
     const [upstream] = fake.mcp.receivedMethod("initialize");
     assertEquals((upstream.params as Json).protocolVersion, "2025-06-18"); // the version the client was given
@@ -111,7 +111,7 @@ Deno.test("mcp/offline: a hung server is not asked while the breaker is open, wa
     fake.fault({ route: "POST /mcp", delayMs: 1_500, drop: true, times: 1 });
     const fourth = startProxy(env, { limits });
     await fourth.initialize();
-    resultOf(await fourth.request(2, "tools/call", { name: "find", arguments: { query: "q" } }));
+    resultOf(await fourth.call(2, "find", { query: "q" }));
     assertEquals(fake.mcp.receivedMethod("initialize").length, 2);
     assertEquals(await fourth.close(), 0);
   } finally {
@@ -132,7 +132,7 @@ Deno.test("mcp/offline: server down at start, then up: no restart needed, tools 
   assertMatch(String(init.instructions), /not reachable/);
   assertEquals(toolNames(await proxy.request(1, "tools/list")), OFFERED_TOOLS);
   assertEquals(resultOf(await proxy.request(2, "ping")), {});
-  const down = errorOf(await proxy.request(3, "tools/call", { name: "find", arguments: { query: "q" } }));
+  const down = errorOf(await proxy.call(3, "find", { query: "q" }));
   assertEquals([down.code, down.data?.url], [-32004, `${url}/mcp`]);
   const words =
     `cannot reach ${url}/mcp.*server is running.*environment \\(OPENVIKING_URL.*no restart needed`;
@@ -140,7 +140,7 @@ Deno.test("mcp/offline: server down at start, then up: no restart needed, tools 
 
   const fake = await FakeOpenViking.start({ port, apiKey: KEY, mcp: { sse: true } });
   try {
-    const ok = resultOf(await proxy.request(4, "tools/call", { name: "find", arguments: { query: "q" } }));
+    const ok = resultOf(await proxy.call(4, "find", { query: "q" }));
     assertEquals((ok.content as Json[])[0].text, 'fake find: {"query":"q"}');
     await proxy.waitFor((m) => m.method === "notifications/tools/list_changed", "list_changed");
     const [init, ...more] = fake.mcp.receivedMethod("initialize").map((m) => m.params as Json);

@@ -63,10 +63,7 @@ Deno.test("mcp/fake: every request carries auth, identity and protocol version h
   // A 54 K private span (one regular expression of learned secrets was too large for it): answered, hidden.
   const span = Array.from({ length: 5000 }, (_, i) => `clause ${i}`).join(" ");
   resultOf(
-    await proxy.request(4, "tools/call", {
-      name: "remember",
-      arguments: { text: `<private>${span}</private> ${span}` },
-    }),
+    await proxy.call(4, "remember", { text: `<private>${span}</private> ${span}` }),
   );
   assertNotMatch(JSON.stringify(fake.mcp.received), /sk-proj-|4711|private|clause 4999/);
   // Notifications go upstream (answered 202) and produce no output.
@@ -114,7 +111,7 @@ Deno.test("mcp/fake: SSE stream with comments, multi-line data, [DONE], server r
         : undefined;
     const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
     await proxy.initialize();
-    const reply = await proxy.request(7, "tools/call", { name: "find", arguments: {} });
+    const reply = await proxy.call(7, "find");
     assertEquals((resultOf(reply).content as Json[])[0].text, "streamed\nok");
     const out = proxy.messages().slice(1);
     assertEquals(out.map((m) => m.method ?? m.id), ["notifications/progress", "roots/list", 7]);
@@ -169,14 +166,14 @@ Deno.test("mcp/fake: upstream HTTP errors, empty and broken replies, dropped con
   for (const [i, [reply, code, words]] of cases.entries()) {
     if ("body" in reply) fake.mcp.script = () => reply;
     else fake.fault({ route: "POST /mcp", ...reply, times: 1 });
-    const answer = await proxy.request(i, "tools/call", { name: "health", arguments: {} });
+    const answer = await proxy.call(i, "health");
     fake.mcp.script = undefined;
     const { code: got = 0, message } = (answer.error ?? {}) as Json;
     assertEquals(got, code, String(message));
     assertMatch(String(message ?? JSON.stringify(answer.result)), words);
   }
   // and the next call works
-  resultOf(await proxy.request("next", "tools/call", { name: "health", arguments: {} }));
+  resultOf(await proxy.call("next", "health"));
   assertTrue(fake.requestsTo("POST /mcp").every((r) => r.headers["authorization"] === `Bearer ${KEY}`));
   assertNotMatch(proxy.lines.join("\n"), new RegExp(KEY));
 });
@@ -227,7 +224,7 @@ Deno.test("mcp/fake: 401 names the credential source and how to fix it; a rewrit
   assertMatch(String(init.instructions), /refused the credentials \(HTTP 401\)/);
   assertEquals(toolNames(await proxy.request(1, "tools/list")), OFFERED_TOOLS);
   const before = fake.requestsTo("POST /mcp").length;
-  const denied = errorOf(await proxy.request(2, "tools/call", { name: "find", arguments: { query: "x" } }));
+  const denied = errorOf(await proxy.call(2, "find", { query: "x" }));
   assertEquals([denied.code, denied.data?.credentialSource, denied.data?.credentialPath], [
     -32001,
     "ovcli.conf",
@@ -240,12 +237,12 @@ Deno.test("mcp/fake: 401 names the credential source and how to fix it; a rewrit
   assertEquals(fake.requestsTo("POST /mcp").length, before + 1);
 
   await Deno.writeTextFile(conf, JSON.stringify({ url: fake.url, api_key: KEY }));
-  const ok = resultOf(await proxy.request(3, "tools/call", { name: "find", arguments: { query: "x" } }));
+  const ok = resultOf(await proxy.call(3, "find", { query: "x" }));
   assertEquals((ok.content as Json[])[0].text, 'fake find: {"query":"x"}');
   // the client is told to fetch the (now real) tool list again
   await proxy.waitFor((m) => m.method === "notifications/tools/list_changed", "list_changed");
   fake.fault({ route: "POST /mcp", status: 403, times: 1 }); // a 403 is an authentication error too
-  const forbidden = errorOf(await proxy.request(4, "tools/call", { name: "health", arguments: {} }));
+  const forbidden = errorOf(await proxy.call(4, "health"));
   assertEquals([forbidden.code, forbidden.data?.status], [-32001, 403]);
   assertEquals(await proxy.close(), 0);
   assertNotMatch([...proxy.lines, ...proxy.diagnostics].join("\n"), /wrong-key-0000|ovk-test-key-7f3a9c/);
@@ -271,7 +268,7 @@ Deno.test("mcp/fake: a flood of server notifications to a client that reads slow
   const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url }, { stall });
   await proxy.initialize();
   reading = true;
-  resultOf(await proxy.request(7, "tools/call", { name: "find", arguments: {} }));
+  resultOf(await proxy.call(7, "find"));
   const forwarded = proxy.lines.filter((l) => l.includes("notifications/message")).length;
   assertTrue(forwarded > 0 && forwarded < 20_000, `${forwarded} notifications forwarded`);
   assertEquals(proxy.diagnostics.filter((d) => /notifications/.test(d)).length, 1);
@@ -343,7 +340,7 @@ Deno.test("mcp/fake: every string of a server's replies, errors, notifications, 
     description: clean,
     inputSchema: { properties: { mode: mode(clean) } },
   });
-  const called = resultOf(await proxy.request(3, "tools/call", { name: "search", arguments: {} }));
+  const called = resultOf(await proxy.call(3, "search"));
   assertEquals(called, result(clean));
   assertEquals(proxy.messages().filter((m) => "method" in m), [
     { ...note, params: noteParams(clean) },
