@@ -144,11 +144,10 @@ class Slots {
   }
 }
 
-/** An error carrying the failure it stands for, thrown through the transport to the request. */
-class Refused extends Error {
-  constructor(readonly failure: Failure) {
-    super(failure.kind);
-  }
+/** Fails `entry`'s request with `failure`; the error to throw through the transport. */
+function refuse(entry: Pending | undefined, failure: Failure): Error {
+  entry?.settle(failure);
+  return new Error(failure.kind);
 }
 
 /** `message` neutralised (see {@link neutralized}), or why not: it nests deeper than the proxy walks. */
@@ -240,7 +239,7 @@ export class Proxy {
     try {
       response = await fetch(url, { ...init, headers, signal: upstream.signal });
     } catch (error) {
-      throw timedOut ? new Refused({ kind: "timeout", ms: timing.headersMs }) : error;
+      throw timedOut ? refuse(entry, { kind: "timeout", ms: timing.headersMs }) : error;
     } finally {
       clearTimeout(clock);
       for (const s of giveUp) s.removeEventListener("abort", abort);
@@ -250,7 +249,7 @@ export class Proxy {
     if (!response.ok) {
       const said = await readPrefix(response, ERROR_BODY_BYTES, timing.bodyIdleMs, init.signal ?? undefined);
       const failure = this.refusal(response, said);
-      if (status < 300 || status >= 400) throw new Refused(failure);
+      if (status < 300 || status >= 400) throw refuse(entry, failure);
       // A redirect the transport follows within the origin; the failure stands if it does not.
       if (entry) entry.failure = failure;
       return new Response(null, { status, statusText, headers: response.headers });
@@ -266,8 +265,8 @@ export class Proxy {
       signal: AbortSignal.any(giveUp),
     };
     const { bytes, stop } = await readBody(response, limits);
-    if (stop?.kind === "cut") throw new Refused({ kind: "cut", cause: networkCause(stop.cause) });
-    if (stop) throw new Refused(stop.kind === "too-large" ? { ...stop, part: "reply" } : stop);
+    if (stop?.kind === "cut") throw refuse(entry, { kind: "cut", cause: networkCause(stop.cause) });
+    if (stop) throw refuse(entry, stop.kind === "too-large" ? { ...stop, part: "reply" } : stop);
     if (entry) entry.sample = new TextDecoder().decode(bytes.subarray(0, 200));
     return reply(bytes as Uint8Array<ArrayBuffer>);
   };
@@ -306,8 +305,7 @@ export class Proxy {
     let idle: ReturnType<typeof setTimeout> | undefined;
     const fail = (failure: Failure) => {
       clearTimeout(idle);
-      entry?.settle(failure);
-      stop.abort(new Refused(failure));
+      stop.abort(refuse(entry, failure));
     };
     const awake = () => {
       clearTimeout(idle);
@@ -381,7 +379,6 @@ export class Proxy {
 
   /** The failure a transport error stands for, when the fetch did not record a better one. */
   private failureOf(error: unknown, entry: Pending): Failure {
-    if (error instanceof Refused) return error.failure;
     const status = entry.status ?? 200;
     // The transport's own errors here: a redirect not followed, a 2xx neither JSON nor SSE.
     if (error instanceof StreamableHTTPError) {
