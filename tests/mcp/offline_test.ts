@@ -39,7 +39,12 @@ Deno.test("mcp/offline: the built-in catalog is the tools memory needs; the cach
   const read = (url: string) => readToolCache(path, url);
   assertEquals([await read(url), await read("http://b/mcp")], [tools, undefined]);
   if (Deno.build.os !== "windows") assertEquals((await Deno.stat(path)).mode! & 0o777, 0o600);
-  for (const junk of ["{not json", JSON.stringify({ mcpUrl: url, savedAt: "x", tools: [{ name: 1 }] })]) {
+  // Junk: not JSON, not a tool list, one nested deeper than the proxy walks (offline, it left tools/list
+  // unanswered).
+  const x = JSON.parse(`${"[".repeat(300)}${"]".repeat(300)}`);
+  const lists = [[{ name: 1 }], [{ name: "find", inputSchema: { type: "object", x } }]];
+  const junks = lists.map((tools) => JSON.stringify({ mcpUrl: url, savedAt: "x", tools }));
+  for (const junk of ["{not json", ...junks]) {
     await Deno.writeTextFile(path, junk);
     assertEquals(await readToolCache(path, url), undefined);
   }
