@@ -38,32 +38,22 @@ function urlSource({ credentialSource: src, cliConfigPath: cli, ovConfigPath: ov
 }
 
 /** Where the API key came from and how to fix it, in words; the file it came from ("": the environment). */
-function keyFix(ctx: ErrorContext): [source: string, fix: string, path: string] {
-  const { apiKeySource: src, cliConfigPath: cli, ovConfigPath: ov } = ctx;
+function keyFix({ apiKeySource: src, cliConfigPath: cli, ovConfigPath: ov }: ErrorContext): string[] {
   const reread = `the proxy re-reads ${cli} on the next call, no restart needed`;
   if (src === "none") {
-    return [
-      "no API key is configured",
-      `Add "api_key" to ${cli} (or set OPENVIKING_API_KEY for the MCP server); ${reread}.`,
-      cli,
-    ];
+    const fix = `Add "api_key" to ${cli} (or set OPENVIKING_API_KEY for the MCP server); ${reread}.`;
+    return ["no API key is configured", fix, cli];
   }
-  if (src.startsWith("env ")) {
-    return [
-      `the API key comes from the environment variable ${src.slice(4)}`,
-      `Fix ${src.slice(4)} where the MCP server is configured (Kimi's mcp.json or the plugin settings) and ` +
-      `start a new Kimi session, or remove it and put the key in ${cli} as "api_key".`,
-      "",
-    ];
+  const variable = src.startsWith("env ") ? src.slice(4) : "";
+  if (variable) {
+    const fix =
+      `Fix ${variable} where the MCP server is configured (Kimi's mcp.json or the plugin settings) and ` +
+      `start a new Kimi session, or remove it and put the key in ${cli} as "api_key".`;
+    return [`the API key comes from the environment variable ${variable}`, fix, ""];
   }
-  if (src === "ov.conf") {
-    return [
-      `the API key comes from ${ov}`,
-      `Put a valid "api_key" in ${cli} (it wins over ${ov}); ${reread}.`,
-      ov,
-    ];
-  }
-  return [`the API key comes from ${cli}`, `Put a valid "api_key" in ${cli}; ${reread}.`, cli];
+  const file = src === "ov.conf" ? ov : cli;
+  const wins = src === "ov.conf" ? ` (it wins over ${ov})` : "";
+  return [`the API key comes from ${file}`, `Put a valid "api_key" in ${cli}${wins}; ${reread}.`, file];
 }
 
 const AGAIN = "`openviking-kimi doctor` says what is wrong. The tools work again as soon as the server " +

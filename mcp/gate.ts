@@ -9,12 +9,8 @@ import { redact } from "../lib/redact.ts";
 /** The deepest nesting of arrays and objects walked; no MCP message a client uses comes near it. */
 export const MAX_DEPTH = 256;
 
-/** Thrown by {@link mapStrings} for a value nested deeper than {@link MAX_DEPTH}. */
-export class TooDeep extends Error {
-  constructor() {
-    super(`nested deeper than ${MAX_DEPTH} levels`);
-  }
-}
+/** What {@link mapStrings} returns for a value nested deeper than {@link MAX_DEPTH}. */
+export const TOO_DEEP = Symbol("too deep");
 
 /** How a walk maps strings: a string value (under `key`, in a container under `parent`), and a key. */
 export interface StringMap {
@@ -24,7 +20,7 @@ export interface StringMap {
 
 /**
  * `value` with every string mapped, a copy (arrays and objects in their order); iterative, so no depth
- * overflows the stack; throws {@link TooDeep} past `MAX_DEPTH`. An array's items count as under its key.
+ * overflows the stack; {@link TOO_DEEP} past `MAX_DEPTH`. An array's items count as under its key.
  */
 export function mapStrings(value: unknown, map: StringMap, key = "", parent = ""): unknown {
   type Slot = Record<string | number, unknown>;
@@ -33,29 +29,19 @@ export function mapStrings(value: unknown, map: StringMap, key = "", parent = ""
   const stack: Task[] = [{ from: value, to: root, at: 0, key, parent, depth: 0 }];
   for (let task = stack.pop(); task; task = stack.pop()) {
     const { from, to, at, depth } = task;
-    if (typeof from === "string") {
-      to[at] = map.value(from, task.key, task.parent);
-      continue;
-    }
-    if (!Array.isArray(from) && !isRecord(from)) {
-      to[at] = from;
-      continue;
-    }
-    if (depth >= MAX_DEPTH) throw new TooDeep();
-    if (Array.isArray(from)) {
-      const out: unknown[] = new Array(from.length);
-      to[at] = out;
-      from.forEach((x, i) =>
-        stack.push({ ...task, from: x, to: out as unknown as Slot, at: i, depth: depth + 1 })
-      );
-      continue;
-    }
-    const entries = Object.entries(from).map(([k, x]) => [map.key ? map.key(k) : k, k, x] as const);
-    // Keys made as data properties (a "__proto__" key stays a key), then filled in.
-    const out = Object.fromEntries(entries.map(([k]) => [k, undefined])) as Slot;
-    to[at] = out;
-    for (const [k, original, x] of entries) {
-      stack.push({ from: x, to: out, at: k, key: original, parent: task.key, depth: depth + 1 });
+    if (typeof from === "string") to[at] = map.value(from, task.key, task.parent);
+    else if (!Array.isArray(from) && !isRecord(from)) to[at] = from;
+    else if (depth >= MAX_DEPTH) return TOO_DEEP;
+    else if (Array.isArray(from)) {
+      const out = to[at] = new Array(from.length) as unknown as Slot;
+      from.forEach((x, i) => stack.push({ ...task, from: x, to: out, at: i, depth: depth + 1 }));
+    } else {
+      const entries = Object.entries(from).map(([k, x]) => [map.key ? map.key(k) : k, k, x] as const);
+      // Keys made as data properties (a "__proto__" key stays a key), then filled in.
+      const out = to[at] = Object.fromEntries(entries.map(([k]) => [k, undefined])) as Slot;
+      for (const [k, original, x] of entries) {
+        stack.push({ from: x, to: out, at: k, key: original, parent: task.key, depth: depth + 1 });
+      }
     }
   }
   return root[0];
@@ -67,9 +53,9 @@ const BASE64 = /^[\w+/=\n-]*$/;
 /**
  * `message` neutralised for the client and the model: every string and key of its result, error or params
  * (`jsonrpc`, `method` and `id` are the protocol's). A tool list (`catalog`) keeps what calls must match as
- * it is: its keys (property names), each tool's `name` and each schema's `pattern`.
+ * it is: its keys (property names), each tool's `name` and each schema's `pattern`. `undefined`: too deep.
  */
-export function neutralized<T extends JSONRPCMessage>(message: T, catalog: boolean): T {
+export function neutralized<T extends JSONRPCMessage>(message: T, catalog: boolean): T | undefined {
   const verbatim = (key: string, parent: string) =>
     catalog && (key === "pattern" || key === "name" && parent === "tools");
   const map: StringMap = {
@@ -78,20 +64,21 @@ export function neutralized<T extends JSONRPCMessage>(message: T, catalog: boole
   };
   const out: Record<string, unknown> = { ...message };
   for (const k of ["result", "error", "params"]) if (k in out) out[k] = mapStrings(out[k], map, k);
-  return out as T;
+  return Object.values(out).includes(TOO_DEEP) ? undefined : out as T;
 }
 
 /**
  * A `tools/call` request whose string arguments are redacted like captured text (lib/redact.ts: `<private>`
  * spans out, then credentials; one `seen` set, so a secret found once is redacted wherever it recurs), so
  * no secret reaches OpenViking to be stored and recalled. Keys, numbers and the rest stay as they are.
+ * `undefined`: nested too deep.
  */
-export function redactedCall(request: JSONRPCRequest): JSONRPCRequest {
+export function redactedCall(request: JSONRPCRequest): JSONRPCRequest | undefined {
   const params = request.params;
   if (!isRecord(params) || !("arguments" in params)) return request;
   const seen = new Set<string>();
   // Learned from every argument first (as capture's plan does), so the walk's order hides nothing.
   mapStrings(params.arguments, { value: (v) => redact(v, seen) });
   const args = mapStrings(params.arguments, { value: (v) => redact(v, seen) });
-  return { ...request, params: { ...params, arguments: args } };
+  return args === TOO_DEEP ? undefined : { ...request, params: { ...params, arguments: args } };
 }

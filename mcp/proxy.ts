@@ -17,14 +17,12 @@ import { type Config, keyFor } from "../openviking/config.ts";
 import { BUILTIN_TOOLS, offeredTools } from "../memory/tools.ts";
 import { type Failure, failureError } from "./errors.ts";
 import { readToolCache, validTools, writeToolCache } from "./tool-cache.ts";
-import { MAX_DEPTH, neutralized, redactedCall, TooDeep } from "./gate.ts";
+import { MAX_DEPTH, neutralized, redactedCall } from "./gate.ts";
 
 /**
- * The production bounds. Time (ms): start-up methods, a whole request, the longest a tool call's reply may
- * send no byte (well under Kimi's 60 s tool timeout, decision 44); how long the client's initialize and first
- * tools/list wait for the server when a tool list is cached (Kimi waits for its MCP tools before its first
- * model request; a healthy OpenViking answers in milliseconds). Bytes of a reply, counted as inflated: a JSON
- * body or one SSE event; an SSE stream.
+ * The production bounds (decision 44). Time (ms): start-up methods, a whole request, a tool call's reply
+ * without a byte, the client's start with a tool list cached. Bytes, as inflated: a JSON body or SSE event; a
+ * stream.
  */
 export const PROXY_LIMITS = {
   startupMs: 10_000,
@@ -87,12 +85,7 @@ export function networkCause(error: unknown): string {
     "unknown network error";
 }
 
-const isEventStream = (type: string | null) =>
-  (type ?? "").toLowerCase().split(";")[0].trim() === "text/event-stream";
 const idKey = (id: string | number) => `${typeof id}:${id}`;
-
-/** How long work aborted at shutdown may take to end. */
-const ABORTED_MS = 1_000;
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
 const sleep = (ms: number, signal: AbortSignal) => delay(ms, undefined, { signal }).catch(() => {});
@@ -151,25 +144,15 @@ class Slots {
   }
 }
 
-/** An error carrying the failure it stands for, thrown through the transport to the request. */
-class Refused extends Error {
-  constructor(readonly failure: Failure) {
-    super(failure.kind);
-  }
+/** Fails `entry`'s request with `failure`; the error to throw through the transport. */
+function refuse(entry: Pending | undefined, failure: Failure): Error {
+  entry?.settle(failure);
+  return new Error(failure.kind);
 }
 
 /** `message` neutralised (see {@link neutralized}), or why not: it nests deeper than the proxy walks. */
-function gated<T extends JSONRPCMessage>(message: T, catalog: boolean): T | Failure {
-  try {
-    return neutralized(message, catalog);
-  } catch (error) {
-    if (error instanceof TooDeep) return { kind: "too-deep", levels: MAX_DEPTH };
-    throw error;
-  }
-}
-
-/** How often the recall breaker is read while the client waits for the session to start. */
-const BREAKER_POLL_MS = 250;
+const gated = <T extends JSONRPCMessage>(message: T, catalog: boolean): T | Failure =>
+  neutralized(message, catalog) ?? { kind: "too-deep", levels: MAX_DEPTH };
 
 /** The proxy: one upstream MCP session on behalf of one stdio client. */
 export class Proxy {
@@ -256,7 +239,7 @@ export class Proxy {
     try {
       response = await fetch(url, { ...init, headers, signal: upstream.signal });
     } catch (error) {
-      throw timedOut ? new Refused({ kind: "timeout", ms: timing.headersMs }) : error;
+      throw timedOut ? refuse(entry, { kind: "timeout", ms: timing.headersMs }) : error;
     } finally {
       clearTimeout(clock);
       for (const s of giveUp) s.removeEventListener("abort", abort);
@@ -266,14 +249,14 @@ export class Proxy {
     if (!response.ok) {
       const said = await readPrefix(response, ERROR_BODY_BYTES, timing.bodyIdleMs, init.signal ?? undefined);
       const failure = this.refusal(response, said);
-      if (status < 300 || status >= 400) throw new Refused(failure);
+      if (status < 300 || status >= 400) throw refuse(entry, failure);
       // A redirect the transport follows within the origin; the failure stands if it does not.
       if (entry) entry.failure = failure;
       return new Response(null, { status, statusText, headers: response.headers });
     }
     if (!response.body) return response;
     const reply = (body: BodyInit) => new Response(body, { status, statusText, headers: response.headers });
-    const sse = isEventStream(response.headers.get("content-type"));
+    const sse = /^\s*text\/event-stream\s*(;|$)/i.test(response.headers.get("content-type") ?? "");
     if (entry) entry.sse = sse;
     if (sse) return reply(this.bounded(response.body, timing, entry, giveUp));
     const limits = {
@@ -282,8 +265,8 @@ export class Proxy {
       signal: AbortSignal.any(giveUp),
     };
     const { bytes, stop } = await readBody(response, limits);
-    if (stop?.kind === "cut") throw new Refused({ kind: "cut", cause: networkCause(stop.cause) });
-    if (stop) throw new Refused(stop.kind === "too-large" ? { ...stop, part: "reply" } : stop);
+    if (stop?.kind === "cut") throw refuse(entry, { kind: "cut", cause: networkCause(stop.cause) });
+    if (stop) throw refuse(entry, stop.kind === "too-large" ? { ...stop, part: "reply" } : stop);
     if (entry) entry.sample = new TextDecoder().decode(bytes.subarray(0, 200));
     return reply(bytes as Uint8Array<ArrayBuffer>);
   };
@@ -311,10 +294,7 @@ export class Proxy {
     return typeof id === "string" || typeof id === "number" ? this.pending.get(idKey(id)) : undefined;
   }
 
-  /**
-   * An SSE reply within the byte bounds (of the stream and of one event) and the idle bound, passed on in
-   * whole lines. A bound, `giveUp` or a broken body ends the pipe, which cancels the body.
-   */
+  /** An SSE reply within its byte and idle bounds, in whole lines; ending the pipe cancels the body. */
   private bounded(
     body: ReadableStream<Uint8Array>,
     timing: Timing,
@@ -325,8 +305,7 @@ export class Proxy {
     let idle: ReturnType<typeof setTimeout> | undefined;
     const fail = (failure: Failure) => {
       clearTimeout(idle);
-      entry?.settle(failure);
-      stop.abort(new Refused(failure));
+      stop.abort(refuse(entry, failure));
     };
     const awake = () => {
       clearTimeout(idle);
@@ -400,7 +379,6 @@ export class Proxy {
 
   /** The failure a transport error stands for, when the fetch did not record a better one. */
   private failureOf(error: unknown, entry: Pending): Failure {
-    if (error instanceof Refused) return error.failure;
     const status = entry.status ?? 200;
     // The transport's own errors here: a redirect not followed, a 2xx neither JSON nor SSE.
     if (error instanceof StreamableHTTPError) {
@@ -414,10 +392,7 @@ export class Proxy {
       : { kind: "empty", status };
   }
 
-  /**
-   * Sends a request: the session initialised first; once more after a new key, or when an initialize begun
-   * before the request broke off without an answer (the server went away meanwhile, maybe to come back).
-   */
+  /** Sends a request, the session initialised first; again after a new key or a joined initialize's break. */
   private async send(request: JSONRPCRequest, timing: Timing, cancel?: AbortSignal): Promise<Outcome> {
     for (let retried = false;; retried = true) {
       const generation = this.generation;
@@ -492,9 +467,7 @@ export class Proxy {
     return task;
   }
 
-  private async paused(): Promise<boolean> {
-    return await this.options.paused?.().catch(() => false) ?? false;
-  }
+  private paused = async () => await this.options.paused?.().catch(() => false) ?? false;
 
   /** A client request, answered (`ping` here). */
   private async request(request: JSONRPCRequest): Promise<void> {
@@ -528,7 +501,7 @@ export class Proxy {
       const catalog = request.method === "tools/list";
       const clean = failed(out) ? out : gated(out, catalog);
       const reply = failed(clean)
-        ? neutralized(await this.fallback(request, clean), catalog)
+        ? neutralized(await this.fallback(request, clean), catalog)!
         : (request.method === "tools/list" ? this.listed(request, clean) : clean);
       await this.options.send(reply);
     } finally {
@@ -537,10 +510,7 @@ export class Proxy {
     }
   }
 
-  /**
-   * `work`'s outcome, or `early` once the client should wait no longer for the session to start: as soon as
-   * the recall breaker opens, or at `cachedStartMs` after `since` when a tool list is cached. `work` goes on.
-   */
+  /** `work`'s outcome, or a timeout when the breaker opens or (a list cached) `cachedStartMs` after `since`. */
   private async startup(work: Promise<Failure | undefined>, since: number): Promise<Failure | undefined> {
     const done = new AbortController();
     const early: Failure = { kind: "timeout", ms: this.limits.cachedStartMs };
@@ -548,7 +518,7 @@ export class Proxy {
     const end = cached ? since + this.limits.cachedStartMs : Infinity;
     const waited = async () => {
       while (!done.signal.aborted) {
-        await sleep(Math.max(0, Math.min(BREAKER_POLL_MS, end - Date.now())), done.signal);
+        await sleep(Math.max(0, Math.min(250, end - Date.now())), done.signal); // the breaker, every 250 ms
         if (!done.signal.aborted && (Date.now() >= end || await this.paused())) return early;
       }
     };
@@ -568,9 +538,8 @@ export class Proxy {
       error: { code: -32602, message },
     });
     try {
-      return redactedCall(request);
+      return redactedCall(request) ?? refused(`Tool arguments nested deeper than ${MAX_DEPTH} levels.`);
     } catch (error) {
-      if (error instanceof TooDeep) return refused(`Tool arguments nested deeper than ${MAX_DEPTH} levels.`);
       this.options.log.stage("redact-failed", { error: String(error) });
       return refused(
         "Tool arguments could not be redacted, so they were not sent; shorten them and try again.",
@@ -681,6 +650,6 @@ export class Proxy {
     if (graceMs > 0 && this.tasks.size > 0) await settledWithin(this.tasks, graceMs);
     this.stopped.abort();
     await this.http.close();
-    await settledWithin(this.tasks, ABORTED_MS);
+    await settledWithin(this.tasks, 1_000); // what was aborted ends
   }
 }

@@ -4,6 +4,7 @@ import * as z from "zod/mini";
 import { readJson, writeFileAtomic } from "../lib/fs.ts";
 import { type Env, mcpToolCachePath, orNoHome } from "../lib/paths.ts";
 import type { ToolDefinition } from "../memory/tools.ts";
+import { mapStrings, TOO_DEEP } from "./gate.ts";
 
 /** A usable tool list: at least one tool with a name and an object schema (the rest is kept). */
 const ToolsSchema = z.array(z.looseObject({
@@ -25,10 +26,13 @@ export function validTools(value: unknown): ToolDefinition[] | undefined {
   return parsed.success ? parsed.data as ToolDefinition[] : undefined;
 }
 
-/** The cached tools for `mcpUrl`; `undefined` when there are none (or the file is unreadable). */
+/** The cached tools for `mcpUrl`; `undefined` when there are none (or the file is unreadable or too deep). */
 export async function readToolCache(path: string, mcpUrl: string): Promise<ToolDefinition[] | undefined> {
   const parsed = CacheSchema.safeParse(path ? await readJson(path) : undefined);
-  return parsed.success && parsed.data.mcpUrl === mcpUrl ? parsed.data.tools as ToolDefinition[] : undefined;
+  const tools = parsed.success && parsed.data.mcpUrl === mcpUrl ? parsed.data.tools : undefined;
+  return mapStrings(tools, { value: (v) => v }) === TOO_DEEP
+    ? undefined
+    : tools as ToolDefinition[] | undefined;
 }
 
 /** Saves `tools` for `mcpUrl` unless the file already holds exactly them; true when written, never throws. */

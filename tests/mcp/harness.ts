@@ -12,9 +12,10 @@ import { tempDir } from "../support/temp.ts";
 /** A JSON object as it came out of the proxy. */
 export type Json = Record<string, unknown>;
 
-/** Options of an in-process proxy: its cwd, shorter bounds than production's, a client slow to read. */
+/** Options of an in-process proxy: its cwd, more environment, shorter bounds, a client slow to read. */
 export interface HarnessOptions {
   cwd?: string;
+  env?: Record<string, string>;
   limits?: ProxyOptions["limits"];
   /** Holds each output line until it resolves (rejects: the output went away). */
   stall?: (line: string) => Promise<void>;
@@ -50,6 +51,12 @@ export function startProxy(env: Record<string, string>, options: HarnessOptions 
   const send = (message: unknown) => writer.write(new TextEncoder().encode(`${JSON.stringify(message)}\n`));
   const response = (id: unknown, from = 0) =>
     waitFor((m) => m.id === id && ("result" in m || "error" in m), `response to ${JSON.stringify(id)}`, from);
+  /** Sends a request and waits for its response (not an earlier one to the same id: ids may be reused). */
+  const request = async (id: unknown, method: string, params?: unknown) => {
+    const from = parsed.length;
+    await send({ jsonrpc: "2.0", id, method, params });
+    return await response(id, from);
+  };
   return {
     send,
     lines,
@@ -57,12 +64,10 @@ export function startProxy(env: Record<string, string>, options: HarnessOptions 
     messages: () => parsed,
     waitFor,
     response,
-    /** Sends a request and waits for its response (not an earlier one to the same id: ids may be reused). */
-    request: async (id: unknown, method: string, params?: unknown) => {
-      const from = parsed.length;
-      await send({ jsonrpc: "2.0", id, method, params });
-      return await response(id, from);
-    },
+    request,
+    /** A tools/call of `name` with `args`, answered. */
+    call: (id: unknown, name: string, args: unknown = {}) =>
+      request(id, "tools/call", { name, arguments: args }),
     /** initialize + notifications/initialized, like Kimi Code; returns the initialize response. */
     async initialize(protocolVersion = "2025-11-25") {
       const clientInfo = { name: "kimi-code", version: "2.1.0" };
@@ -120,7 +125,7 @@ export async function until(condition: () => boolean, what: string): Promise<voi
 export async function openSession(fakeOptions: FakeOptions = {}, options: HarnessOptions = {}) {
   const home = await tempDir("ovk-mcp-");
   const fake = await FakeOpenViking.start(fakeOptions);
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url }, options);
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url, ...options.env }, options);
   await proxy.initialize();
   await until(() => fake.mcp.receivedMethod("notifications/initialized").length > 0, "initialized");
   return {

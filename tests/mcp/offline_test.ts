@@ -1,7 +1,7 @@
 /**
  * OpenViking down when the session starts: initialize, tools/list and ping are answered locally, calls say what
  * to check, and once the server is up the proxy initialises it and works without a restart. Plus the tool-list
- * cache and the redirect policy (credentials only go to the configured origin).
+ * cache and the tools offered.
  */
 
 import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
@@ -9,7 +9,6 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { OFFERED_TOOLS, OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
 import { BUILTIN_TOOLS } from "../../memory/tools.ts";
-import { offlineProtocolVersion } from "../../mcp/proxy.ts";
 import { readToolCache, toolCachePath, writeToolCache } from "../../mcp/tool-cache.ts";
 import { errorOf, freePort, type Json, resultOf, startProxy, toolNames } from "./harness.ts";
 import { startHungServer } from "../support/hung-server.ts";
@@ -25,44 +24,30 @@ const openBreaker = (home: string, url: string) =>
     failure: failure("unreachable", 0, { code: "TIMEOUT", message: `no answer from ${url}` }),
   });
 
-Deno.test("mcp/offline: the built-in catalog is the tools memory needs, with object schemas", () => {
+Deno.test("mcp/offline: the built-in catalog is the tools memory needs; the cache is per URL, 0600, junk refused, rewritten only on change", async () => {
   assertEquals(BUILTIN_TOOLS.map((t) => t.name), OFFERED_TOOLS);
-  for (const t of BUILTIN_TOOLS) {
-    assertEquals(t.inputSchema.type, "object");
-    assertTrue((t.description ?? "").length > 10, `${t.name} has a description`);
-    for (const r of t.inputSchema.required ?? []) {
-      assertTrue(r in (t.inputSchema.properties ?? {}), `${t.name}.${r}`);
-    }
+  for (const { name, description = "", inputSchema: schema } of BUILTIN_TOOLS) {
+    assertTrue(schema.type === "object" && description.length > 10, name);
+    for (const r of schema.required ?? []) assertTrue(r in (schema.properties ?? {}), `${name}.${r}`);
   }
-});
-
-Deno.test("mcp/offline: protocol version answered while offline", () => {
-  const asked = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "1999-01-01", undefined];
-  const answered = ["2025-06-18", "2025-06-18", "2025-03-26", "2024-11-05", "2025-06-18", "2025-06-18"];
-  assertEquals(asked.map(offlineProtocolVersion), answered);
-});
-
-Deno.test("mcp/offline: tool cache round trip, per URL, rejects junk, rewrites only on change", async () => {
   await using home = await tempDir("ovk-mcp-");
-  const path = toolCachePath({ HOME: home.path });
-  assertEquals(await readToolCache(path, "http://a/mcp"), undefined);
-  const tools = [{
-    name: "find",
-    description: "d",
-    inputSchema: { type: "object" as const, properties: {} },
-  }];
-  assertEquals(await writeToolCache(path, "http://a/mcp", tools), true);
-  assertEquals(await writeToolCache(path, "http://a/mcp", tools), false);
-  assertEquals(await readToolCache(path, "http://a/mcp"), tools);
-  assertEquals(await readToolCache(path, "http://b/mcp"), undefined);
+  const [path, url] = [toolCachePath({ HOME: home.path }), "http://a/mcp"];
+  assertEquals(await readToolCache(path, url), undefined);
+  const tools = [{ name: "find", description: "d", inputSchema: { type: "object" as const } }];
+  const write = () => writeToolCache(path, url, tools);
+  assertEquals([await write(), await write()], [true, false]);
+  const read = (url: string) => readToolCache(path, url);
+  assertEquals([await read(url), await read("http://b/mcp")], [tools, undefined]);
   if (Deno.build.os !== "windows") assertEquals((await Deno.stat(path)).mode! & 0o777, 0o600);
-  await Deno.writeTextFile(path, "{not json");
-  assertEquals(await readToolCache(path, "http://a/mcp"), undefined);
-  await Deno.writeTextFile(
-    path,
-    JSON.stringify({ mcpUrl: "http://a/mcp", savedAt: "x", tools: [{ name: 1 }] }),
-  );
-  assertEquals(await readToolCache(path, "http://a/mcp"), undefined);
+  // Junk: not JSON, not a tool list, one nested deeper than the proxy walks (offline, it left tools/list
+  // unanswered).
+  const x = JSON.parse(`${"[".repeat(300)}${"]".repeat(300)}`);
+  const lists = [[{ name: 1 }], [{ name: "find", inputSchema: { type: "object", x } }]];
+  const junks = lists.map((tools) => JSON.stringify({ mcpUrl: url, savedAt: "x", tools }));
+  for (const junk of ["{not json", ...junks]) {
+    await Deno.writeTextFile(path, junk);
+    assertEquals(await readToolCache(path, url), undefined);
+  }
 });
 
 Deno.test("mcp/offline: a hung server is not asked while the breaker is open, waited for briefly when a tool list is cached or until the breaker opens, else the start-up limit; a call outlives an initialize that broke off", async () => {
@@ -84,7 +69,7 @@ Deno.test("mcp/offline: a hung server is not asked while the breaker is open, wa
     );
     assertEquals(toolNames(await proxy.request(1, "tools/list")), OFFERED_TOOLS);
     assertMatch(errorOf(await proxy.request(2, "resources/list")).message, /memory is paused/);
-    const call = errorOf(await proxy.request(3, "tools/call", { name: "search", arguments: { query: "q" } }));
+    const call = errorOf(await proxy.call(3, "search", { query: "q" }));
     assertMatch(call.message, /memory is paused.*openviking-kimi doctor/);
     assertNotMatch(call.message, /cannot reach/, "the server is reachable: only its searches hang");
     assertEquals(hung.requests, [], "start-up, listings and tool calls asked the hung server nothing");
@@ -120,7 +105,7 @@ Deno.test("mcp/offline: a hung server is not asked while the breaker is open, wa
     await hung.close();
     closed = true;
     await using fake = await FakeOpenViking.start({ port: hung.port });
-    resultOf(await third.request(2, "tools/call", { name: "find", arguments: { query: "q" } }));
+    resultOf(await third.call(2, "find", { query: "q" }));
     await third.waitFor((m) => m.method === "notifications/tools/list_changed", "list_changed");
     const [upstream] = fake.mcp.receivedMethod("initialize");
     assertEquals((upstream.params as Json).protocolVersion, "2025-06-18"); // the version the client was given
@@ -131,7 +116,7 @@ Deno.test("mcp/offline: a hung server is not asked while the breaker is open, wa
     fake.fault({ route: "POST /mcp", delayMs: 1_500, drop: true, times: 1 });
     const fourth = startProxy(env, { limits });
     await fourth.initialize();
-    resultOf(await fourth.request(2, "tools/call", { name: "find", arguments: { query: "q" } }));
+    resultOf(await fourth.call(2, "find", { query: "q" }));
     assertEquals(fake.mcp.receivedMethod("initialize").length, 2);
     assertEquals(await fourth.close(), 0);
   } finally {
@@ -152,7 +137,7 @@ Deno.test("mcp/offline: server down at start, then up: no restart needed, tools 
   assertMatch(String(init.instructions), /not reachable/);
   assertEquals(toolNames(await proxy.request(1, "tools/list")), OFFERED_TOOLS);
   assertEquals(resultOf(await proxy.request(2, "ping")), {});
-  const down = errorOf(await proxy.request(3, "tools/call", { name: "find", arguments: { query: "q" } }));
+  const down = errorOf(await proxy.call(3, "find", { query: "q" }));
   assertEquals([down.code, down.data?.url], [-32004, `${url}/mcp`]);
   const words =
     `cannot reach ${url}/mcp.*server is running.*environment \\(OPENVIKING_URL.*no restart needed`;
@@ -160,7 +145,7 @@ Deno.test("mcp/offline: server down at start, then up: no restart needed, tools 
 
   const fake = await FakeOpenViking.start({ port, apiKey: KEY, mcp: { sse: true } });
   try {
-    const ok = resultOf(await proxy.request(4, "tools/call", { name: "find", arguments: { query: "q" } }));
+    const ok = resultOf(await proxy.call(4, "find", { query: "q" }));
     assertEquals((ok.content as Json[])[0].text, 'fake find: {"query":"q"}');
     await proxy.waitFor((m) => m.method === "notifications/tools/list_changed", "list_changed");
     const [init, ...more] = fake.mcp.receivedMethod("initialize").map((m) => m.params as Json);
@@ -187,43 +172,7 @@ Deno.test("mcp/offline: server down at start, then up: no restart needed, tools 
   for (const text of [...proxy.lines, ...again.lines]) assertNotMatch(text, new RegExp(KEY));
 });
 
-Deno.test("mcp/offline: an initialize the server refuses with a JSON-RPC error is passed through", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start();
-  const error = { code: -32602, message: "Unsupported protocol version" };
-  const body = (id: unknown) => JSON.stringify({ jsonrpc: "2.0", id, error });
-  const headers = { "content-type": "application/json" };
-  fake.mcp.script = ([m]) =>
-    m.method === "initialize" ? { status: 200, headers, body: body(m.id) } : undefined;
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
-  assertEquals(errorOf(await proxy.initialize("1999-01-01")).message, error.message);
-  assertEquals(await proxy.close(), 0);
-});
-
-Deno.test("mcp/redirect: a same-origin redirect is followed with credentials; another origin's is not, the key never leaves", async () => {
-  await using home = await tempDir("ovk-mcp-");
-  await using fake = await FakeOpenViking.start({ apiKey: KEY });
-  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url, OPENVIKING_API_KEY: KEY });
-  await proxy.initialize();
-  const redirect = (location: string, body?: string) => {
-    const raw = { status: 308, headers: { location }, body, repeatBytes: body ? 1024 ** 3 : undefined };
-    fake.fault({ route: "POST /mcp", raw, times: 1 });
-  };
-  redirect(`${fake.url}/mcp`, " ".repeat(65_536)); // of its 1 GiB body only the start is read
-  resultOf(await proxy.request(1, "tools/call", { name: "health", arguments: {} }));
-  const posts = fake.requestsTo("POST /mcp");
-  assertTrue(posts.every((r) => r.headers["authorization"] === `Bearer ${KEY}`));
-  // Nothing listens there: had the proxy followed, the call would say "cannot reach".
-  const away = `http://localhost:${freePort()}/mcp`;
-  redirect(away);
-  const e = errorOf(await proxy.request(2, "tools/call", { name: "health", arguments: {} }));
-  assertEquals(e.code, -32002);
-  assertMatch(e.message, new RegExp(`redirected to ${away}, another origin`));
-  assertEquals(await proxy.close(), 0);
-  assertNotMatch(proxy.lines.join("\n"), new RegExp(KEY));
-});
-
-Deno.test("mcp/tools: the model is offered what memory needs; OPENVIKING_MCP_TOOLS offers more, or all; a workspace file cannot", async () => {
+Deno.test("mcp/tools: the model is offered what memory needs; OPENVIKING_MCP_TOOLS offers more, or all; a workspace file cannot; a refused initialize passes", async () => {
   await using home = await tempDir("ovk-mcp-");
   await using fake = await FakeOpenViking.start();
   const listed = async (env: Record<string, string>, cwd?: string) => {
@@ -252,6 +201,18 @@ Deno.test("mcp/tools: the model is offered what memory needs; OPENVIKING_MCP_TOO
   await Deno.mkdir(`${repo}/.openviking`, { recursive: true });
   await Deno.writeTextFile(`${repo}/.openviking/config.json`, JSON.stringify({ mcpTools: "all" }));
   assertEquals(await listed({}, repo), OFFERED_TOOLS);
+  // An initialize the server refuses with a JSON-RPC error is passed through.
+  const error = { code: -32602, message: "Unsupported protocol version" };
+  const headers = { "content-type": "application/json" };
+  const refusal = (id: unknown) => ({
+    status: 200,
+    headers,
+    body: JSON.stringify({ jsonrpc: "2.0", id, error }),
+  });
+  fake.mcp.script = ([m]) => m.method === "initialize" ? refusal(m.id) : undefined;
+  const refused = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+  assertEquals(errorOf(await refused.initialize("1999-01-01")).message, error.message);
+  assertEquals(await refused.close(), 0);
 
   // Offline, the cached list (the server's whole list) is offered through the same choice.
   await fake.close();

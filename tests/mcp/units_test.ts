@@ -1,11 +1,11 @@
 /** Unit tests of the pure parts: error texts, network causes, the workspace, the time limits, the gate. */
 
-import { assertEquals, assertMatch, assertNotMatch, assertThrows } from "../support/assert.ts";
-import { type ErrorContext, failureError } from "../../mcp/errors.ts";
-import { exchangeTiming, networkCause, PROXY_LIMITS } from "../../mcp/proxy.ts";
+import { assertEquals, assertMatch, assertNotMatch } from "../support/assert.ts";
+import { type ErrorContext, type Failure, failureError } from "../../mcp/errors.ts";
+import { exchangeTiming, networkCause, offlineProtocolVersion, PROXY_LIMITS } from "../../mcp/proxy.ts";
 import { serverMessageOf } from "../../openviking/client.ts";
 import { workspaceDir } from "../../cli/mcp.ts";
-import { mapStrings, MAX_DEPTH, redactedCall, TooDeep } from "../../mcp/gate.ts";
+import { mapStrings, MAX_DEPTH, redactedCall, TOO_DEEP } from "../../mcp/gate.ts";
 
 const CTX: ErrorContext = {
   mcpUrl: "http://user:pw@ov.example:1933/mcp",
@@ -18,98 +18,79 @@ const CTX: ErrorContext = {
   apiKey: "sk-very-secret-123",
 };
 
-// The other kinds' words are proven end to end: proxy_fake_test (HTTP, empty, not JSON-RPC, unreachable, auth),
-// bounds_test (too large, stalled, deadline, timeout), offline_test (redirect, unreachable).
+// The other kinds' words are proven end to end: proxy_fake_test (HTTP, empty, not JSON-RPC, unreachable, auth,
+// redirect), bounds_test (too large, stalled, deadline, timeout), offline_test (unreachable, paused).
 Deno.test("errors: failures say what to do; URLs lose their user info; keys are scrubbed", () => {
-  const cases = [
-    [{ kind: "network", cause: "Connection refused" }, -32004, /cannot reach http:\/\/ov\.example:1933\/mcp/],
-    [{ kind: "cut", cause: "reset" }, -32004, /broke before the reply/],
+  const auth = { kind: "auth", status: 401, serverMessage: "" } as const;
+  const [net, http] = [
+    { kind: "network", cause: "x" } as const,
+    { kind: "http", serverMessage: "" } as const,
+  ];
+  const big = { kind: "too-large", limitBytes: 16 << 20, part: "reply" } as const;
+  const rows: [Failure, Partial<ErrorContext>, number, RegExp][] = [
+    [net, {}, -32004, /cannot reach http:\/\/ov\.example:1933\/mcp \(x\)/],
+    [net, { credentialSource: "default" }, -32004, /the default, as nothing is configured/],
+    [{ kind: "cut", cause: "reset" }, {}, -32004, /broke before the reply/],
+    [{ ...http, status: 502, serverMessage: "bad gateway sk-very-secret-123" }, {}, -32002, /502.*its log/],
+    [{ ...http, status: 404 }, {}, -32002, /HTTP 404\. There is no MCP endpoint at/],
+    [{ ...auth, serverMessage: "Bearer sk-very-secret-123 invalid" }, {}, -32001, /ovcli\.conf/],
+    [{ ...auth, status: 403, serverMessage: "no" }, {}, -32001, /denied .*HTTP 403: no.*"acct", user "me"/],
     [
-      { kind: "http", status: 502, serverMessage: "bad gateway sk-very-secret-123" },
-      -32002,
-      /HTTP 502.*check its log/,
-    ],
-    [{ kind: "http", status: 404, serverMessage: "" }, -32002, /HTTP 404\. There is no MCP endpoint at/],
-    [
-      { kind: "auth", status: 401, serverMessage: "Bearer sk-very-secret-123 invalid" },
+      auth,
+      { apiKeySource: "none" },
       -32001,
-      /ovcli\.conf/,
+      /no API key is configured.*Add "api_key" to \/h\/\.openviking\//,
     ],
-    [
-      { kind: "auth", status: 403, serverMessage: "no" },
-      -32001,
-      /denied access \(HTTP 403: no\) for account "acct", user "me"/,
-    ],
-    [{ kind: "too-large", limitBytes: 16 << 20, part: "reply" }, -32005, /larger than 16 MiB.*fewer results/],
-  ] as const;
-  for (const [failure, code, pattern] of cases) {
-    const reply = failureError(9, failure, CTX);
+    [auth, { apiKeySource: "env OPENVIKING_BEARER_TOKEN" }, -32001, /environment variable OPENVIKING_BEARER/],
+    [auth, { apiKeySource: "ov.conf" }, -32001, /comes from \/h\/\.openviking\/ov\.conf/],
+    [big, {}, -32005, /larger than 16 MiB.*fewer results/],
+  ];
+  for (const [failure, ctx, code, pattern] of rows) {
+    const reply = failureError(9, failure, { ...CTX, ...ctx });
     assertEquals([reply.id, reply.error.code], [9, code]);
     assertMatch(reply.error.message, pattern);
-    const all = JSON.stringify(reply);
-    assertNotMatch(all, /sk-very-secret-123/);
-    assertNotMatch(all, /user:pw/);
+    assertNotMatch(JSON.stringify(reply), /sk-very-secret-123|user:pw/);
   }
-  const auth = (apiKeySource: string) =>
-    failureError(1, { kind: "auth", status: 401, serverMessage: "" }, { ...CTX, apiKeySource });
-  const none = auth("none");
-  assertMatch(
-    none.error.message,
-    /no API key is configured.*Add "api_key" to \/h\/\.openviking\/ovcli\.conf/,
-  );
-  const ov = auth("ov.conf");
-  assertMatch(ov.error.message, /comes from \/h\/\.openviking\/ov\.conf/);
-  assertEquals(ov.error.data, {
-    kind: "auth",
-    status: 401,
+  assertEquals(failureError(1, auth, { ...CTX, apiKeySource: "ov.conf" }).error.data, {
+    ...auth,
     credentialSource: "ov.conf",
     credentialPath: "/h/.openviking/ov.conf",
     url: "http://ov.example:1933/mcp",
-    serverMessage: "",
   });
-  const env = auth("env OPENVIKING_BEARER_TOKEN");
-  assertMatch(env.error.message, /environment variable OPENVIKING_BEARER_TOKEN/);
-  const deflt = failureError(1, { kind: "network", cause: "x" }, { ...CTX, credentialSource: "default" });
-  assertMatch(deflt.error.message, /the default, as nothing is configured/);
 });
 
-Deno.test("upstream helpers: server messages; network causes without prefix or userinfo", () => {
-  assertEquals(
-    serverMessageOf('{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}'),
-    "Session not found",
-  );
-  assertEquals(serverMessageOf('{"status":"error","error":{"code":"X","message":"m"}}'), "m");
-  assertEquals(serverMessageOf('{"detail":"d"}'), "d");
-  assertEquals(serverMessageOf("plain"), "plain");
-  assertEquals(serverMessageOf(""), "");
-  assertEquals(
-    networkCause(
-      new TypeError("error sending request for url (http://a:b@x/mcp): tcp connect error: refused"),
-    ),
-    "tcp connect error: refused",
-  );
+Deno.test("upstream helpers: server messages; network causes without prefix or userinfo; offline version", () => {
+  const said = [
+    '{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}',
+    "plain",
+    "",
+  ];
+  said.push('{"status":"error","error":{"code":"X","message":"m"}}', '{"detail":"d"}');
+  assertEquals(said.map(serverMessageOf), ["Session not found", "plain", "", "m", "d"]);
+  const refused = "error sending request for url (http://a:b@x/mcp): tcp connect error: refused";
+  assertEquals(networkCause(new TypeError(refused)), "tcp connect error: refused");
   // a password holding an @ never shows
-  assertEquals(
-    networkCause(new TypeError("proxy http://u:p@ss@x:8080/ refused the tunnel")),
-    "proxy http://x:8080/ refused the tunnel",
-  );
+  const tunnel = new TypeError("proxy http://u:p@ss@x:8080/ refused the tunnel");
+  assertEquals(networkCause(tunnel), "proxy http://x:8080/ refused the tunnel");
+  // The version an offline initialize answers: the client's when known and no newer than OpenViking's.
+  const asked = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "1999-01-01", undefined];
+  const answered = ["2025-06-18", "2025-06-18", "2025-03-26", "2024-11-05", "2025-06-18", "2025-06-18"];
+  assertEquals(asked.map(offlineProtocolVersion), answered);
 });
 
 Deno.test("workspace: the process cwd, or the inherited PWD when Kimi runs us from the plugin folder", () => {
-  assertEquals(workspaceDir({}, "/work/proj"), "/work/proj");
-  const plugin = { KIMI_PLUGIN_ROOT: "/k/plugins/managed/ovk", PWD: "/work/proj" };
-  assertEquals(workspaceDir(plugin, "/k/plugins/managed/ovk"), "/work/proj");
-  assertEquals(
-    workspaceDir({ ...plugin, PWD: "/k/plugins/managed/ovk" }, "/k/plugins/managed/ovk"),
-    undefined,
-  );
-  assertEquals(
-    workspaceDir({ KIMI_PLUGIN_ROOT: "/k/plugins/managed/ovk" }, "/k/plugins/managed/ovk"),
-    undefined,
-  );
-  assertEquals(workspaceDir(plugin, "/elsewhere"), "/elsewhere");
+  const root = "/k/plugins/managed/ovk";
+  const plugin = { KIMI_PLUGIN_ROOT: root, PWD: "/work/proj" };
   const win = { KIMI_PLUGIN_ROOT: "C:\\Users\\me\\.kimi-code\\plugins\\ovk\\", PWD: "C:\\work\\proj" };
-  assertEquals(workspaceDir(win, "C:\\Users\\me\\.kimi-code\\plugins\\ovk"), "C:\\work\\proj");
+  const rows: [Record<string, string>, string, string | undefined][] = [
+    [{}, "/work/proj", "/work/proj"],
+    [plugin, root, "/work/proj"],
+    [{ ...plugin, PWD: root }, root, undefined],
+    [{ KIMI_PLUGIN_ROOT: root }, root, undefined],
+    [plugin, "/elsewhere", "/elsewhere"],
+    [win, "C:\\Users\\me\\.kimi-code\\plugins\\ovk", "C:\\work\\proj"],
+  ];
+  for (const [env, cwd, workspace] of rows) assertEquals(workspaceDir(env, cwd), workspace, cwd);
 });
 
 Deno.test("timing: startup methods within the startup cap; tool calls silent for well under Kimi's 60 s; streams idle-bounded", () => {
@@ -133,35 +114,35 @@ Deno.test("timing: startup methods within the startup cap; tool calls silent for
 
 Deno.test("mcp/gate: walks copy without recursion to MAX_DEPTH levels, keep key order and __proto__ keys", () => {
   const nest = (n: number) => JSON.parse("[".repeat(n) + "]".repeat(n));
-  assertEquals(
-    JSON.stringify(mapStrings(nest(MAX_DEPTH), { value: (v) => v })),
-    JSON.stringify(nest(MAX_DEPTH)),
-  );
-  assertThrows(() => mapStrings(nest(MAX_DEPTH + 1), { value: (v) => v }), TooDeep);
-  assertThrows(() => mapStrings(nest(1_000_000), { value: (v) => v }), TooDeep);
+  const same = { value: (v: string) => v };
+  assertEquals(JSON.stringify(mapStrings(nest(MAX_DEPTH), same)), JSON.stringify(nest(MAX_DEPTH)));
+  assertEquals([mapStrings(nest(MAX_DEPTH + 1), same), mapStrings(nest(1_000_000), same)], [
+    TOO_DEEP,
+    TOO_DEEP,
+  ]);
   const value = JSON.parse('{"b":"x","a":[1,"y",null],"__proto__":"z"}');
   const out = mapStrings(value, { value: (v) => v.toUpperCase() }) as Record<string, unknown>;
   assertEquals(Object.keys(out), ["b", "a", "__proto__"]);
   assertEquals(JSON.stringify(out), '{"b":"X","a":[1,"Y",null],"__proto__":"Z"}');
   assertEquals(Object.getPrototypeOf(out), Object.prototype);
-  const call = { jsonrpc: "2.0" as const, id: 1, method: "tools/call", params: { name: "remember" } };
-  assertEquals(redactedCall(call), call);
 });
 
 Deno.test("mcp/gate: a secret found in any argument is hidden in every other, whichever comes first", () => {
-  for (
-    const args of [
-      { a: "password=Hunter2Rover", b: "echo Hunter2Rover" },
-      { a: "echo Hunter2Rover", b: "password=Hunter2Rover" },
-      { list: ["echo Hunter2Rover", { deep: "token: Hunter2Rover" }] },
-    ]
-  ) {
-    const call = {
-      jsonrpc: "2.0" as const,
-      id: 1,
-      method: "tools/call",
-      params: { name: "remember", arguments: args },
-    };
-    assertNotMatch(JSON.stringify(redactedCall(call)), /Hunter2Rover/, JSON.stringify(args));
-  }
+  const call = (args?: unknown) => ({
+    jsonrpc: "2.0" as const,
+    id: 1,
+    method: "tools/call",
+    params: args === undefined ? { name: "remember" } : { name: "remember", arguments: args },
+  });
+  assertEquals(redactedCall(call()), call());
+  const rows = [
+    { a: "password=Hunter2Rover", b: "echo Hunter2Rover" },
+    { a: "echo Hunter2Rover", b: "password=Hunter2Rover" },
+    { list: ["echo Hunter2Rover", { deep: "token: Hunter2Rover" }] },
+  ];
+  for (const args of rows) assertNotMatch(JSON.stringify(redactedCall(call(args))), /Hunter2Rover/);
+  assertEquals(
+    redactedCall(call(JSON.parse("[".repeat(MAX_DEPTH + 1) + "]".repeat(MAX_DEPTH + 1)))),
+    undefined,
+  );
 });
