@@ -240,6 +240,7 @@ export async function memoriesCommand(
     return say({ file: uri, uri: done.result, backup }, [`imported ${uri} into ${done.result}${kept}`]);
   }
   const roots = await inspect.memoryRoots(client, peer.peerId);
+  if (!Array.isArray(roots)) return failed(roots, "listing", "viking://~/peers");
   const l = o.search !== undefined
     ? await inspect.searchMemories(client, roots, recallQuery(o.search, config.redact)) // as a prompt leaves
     : await inspect.listMemories(client, roots);
