@@ -244,6 +244,10 @@ export async function memoriesCommand(
   const l = o.search !== undefined
     ? await inspect.searchMemories(client, roots, recallQuery(o.search, config.redact)) // as a prompt leaves
     : await inspect.listMemories(client, roots);
+  const [first] = l.failures;
+  if (first && l.failures.length === roots.length) {
+    return failed(first.failure, o.search !== undefined ? "search" : "listing", first.root.uri);
+  }
   const failures = l.failures.map((f) => ({ uri: f.root.uri, message: f.failure.error.message }));
   const lines = renderListing({ roots, ...l }, now, o.search);
   return say(

@@ -126,6 +126,10 @@ Deno.test("memories against a server that takes requests and answers none: one r
       new RegExp(`^openviking-kimi memories: listing failed: OpenViking at ${url} is not`),
     );
     assertEquals(requests, ["GET /api/v1/fs/ls?uri=viking%3A%2F%2F%7E%2Fpeers HTTP/1.1"]);
+    // No project peer: the one root it reads fails the same way.
+    const alone = await mem({ HOME: dir.path, OPENVIKING_URL: url, OPENVIKING_WORKSPACE_PEER: "false" })();
+    assertEquals([alone.code, alone.stdout], [1, ""]);
+    assertMatch(alone.stderr, /^openviking-kimi memories: listing failed: /);
   } finally {
     listener.close();
     await serving;
