@@ -90,7 +90,9 @@ export function renderRecall(r: RecallOutput): string {
     ...(paused ? [`${paused}; the hook asks nothing until the server answers its probe`] : []),
     ...(r.skipped ? [`recall skipped: ${r.skipped}`] : []),
     "",
-    `${r.memories.length} memor${r.memories.length === 1 ? "y" : "ies"}${r.skipped ? "" : ` via ${r.path}`}` +
+    `${r.memories.length} memor${r.memories.length === 1 ? "y" : "ies"}${
+      r.skipped || r.failure ? "" : ` via ${r.path}`
+    }` +
     (r.peer.id ? ` (peer ${r.peer.id}, from ${r.peer.source})` : ""),
     ...r.memories.map((m) =>
       `  ${m.score !== undefined ? m.score.toFixed(2) : "  – "}  ${m.uri}  (${m.chars} chars)`

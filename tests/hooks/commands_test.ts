@@ -96,6 +96,7 @@ Deno.test("recall: a server that does not answer is told apart from nothing rele
   assertMatch(downText, /would print nothing/);
   assertMatch(downText, /recall failed: OpenViking at http:\/\/127\.0\.0\.1:9 is not reachable/);
   assertMatch(downText, /fix: start the server/);
+  assertMatch(downText, /^0 memories( \(peer [^)]*\))?$/m, "no stage answered: none named");
   assertEquals(snapshot(w.home), before, "recall wrote nothing");
   // The key refused: its own words and fix.
   const refused = await recall(env());
