@@ -430,7 +430,8 @@ async function captureChecks(
   const [{ name, state: newest }] = captured;
   const last = newest.lastCapture;
   const cause = last?.cause;
-  const queue = places.queue instanceof Error ? undefined : places.queue;
+  // Read again after the states: a capture that ended since `places` were read queued before its state said so.
+  const queue = await queues.queueSummary(places.pending).catch(() => undefined);
   const held = queue?.sessions.find((q) => q.sessionId === `${SESSION_PREFIX}${name}`);
   const left = held?.entries;
   const away = held && !queues.goesTo(held.to, queues.destinationOf(config));

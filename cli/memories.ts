@@ -240,9 +240,14 @@ export async function memoriesCommand(
     return say({ file: uri, uri: done.result, backup }, [`imported ${uri} into ${done.result}${kept}`]);
   }
   const roots = await inspect.memoryRoots(client, peer.peerId);
+  if (!Array.isArray(roots)) return failed(roots, "listing", "viking://~/peers");
   const l = o.search !== undefined
     ? await inspect.searchMemories(client, roots, recallQuery(o.search, config.redact)) // as a prompt leaves
     : await inspect.listMemories(client, roots);
+  const [first] = l.failures;
+  if (first && l.failures.length === roots.length) {
+    return failed(first.failure, o.search !== undefined ? "search" : "listing", first.root.uri);
+  }
   const failures = l.failures.map((f) => ({ uri: f.root.uri, message: f.failure.error.message }));
   const lines = renderListing({ roots, ...l }, now, o.search);
   return say(

@@ -30,6 +30,7 @@ export const RecallOutputSchema = z.object({
   memories: z.array(ShownSchema),
   failure: z.optional(z.object({ ...CauseSchema.shape, summary: str, fix: str })),
   paused: z.optional(z.object({ since: z.number(), reason: str })),
+  skipped: z.optional(str),
 });
 type RecallOutput = z.infer<typeof RecallOutputSchema>;
 
@@ -67,6 +68,14 @@ export async function recallPreview(
     memories: injection.injected,
   };
   if (paused) out.paused = { since: paused.since, reason: paused.reason };
+  // Skipped with recall on: the hook's rule for a query it asks nothing for (injectionFor).
+  if (injection.recall === "skipped") {
+    out.skipped = on
+      ? `the text (${JSON.stringify(query)}) is shorter than OPENVIKING_MIN_QUERY_LENGTH ` +
+        `(${config.minQueryLength}) once cleaned: the hook asks the server nothing for it`
+      : "recall is off here (OPENVIKING_MEMORY_ENABLED or OPENVIKING_AUTO_RECALL is false: in the " +
+        "environment, ovcli.conf's plugin.kimicode, or this workspace's .openviking/config.json)";
+  }
   const f = injection.failure;
   if (f) out.failure = { ...causeOf(f), ...adviceFor(f, config.baseUrl) };
   return scrub(out, [config.apiKey]) as RecallOutput;
@@ -79,8 +88,11 @@ export function renderRecall(r: RecallOutput): string {
     r.stdout ? r.stdout.trimEnd() : "(the prompt hook would print nothing for this text)",
     ...(r.failure ? [`recall failed: ${r.failure.summary}`, `  fix: ${r.failure.fix}`] : []),
     ...(paused ? [`${paused}; the hook asks nothing until the server answers its probe`] : []),
+    ...(r.skipped ? [`recall skipped: ${r.skipped}`] : []),
     "",
-    `${r.memories.length} memor${r.memories.length === 1 ? "y" : "ies"} via ${r.path}` +
+    `${r.memories.length} memor${r.memories.length === 1 ? "y" : "ies"}${
+      r.skipped || r.failure ? "" : ` via ${r.path}`
+    }` +
     (r.peer.id ? ` (peer ${r.peer.id}, from ${r.peer.source})` : ""),
     ...r.memories.map((m) =>
       `  ${m.score !== undefined ? m.score.toFixed(2) : "  – "}  ${m.uri}  (${m.chars} chars)`

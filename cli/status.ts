@@ -196,6 +196,8 @@ export function commitCost(s: SessionStatus): string | undefined {
   return `    cost: ${plural(made, "commit", "commits")}, ${plural(each, "message", "messages")} each, ` +
     (tokens >= 0
       ? `${tokens} model tokens (the server's count)`
+      : s.commits.some((c) => c.task?.status === "pending" || c.task?.status === "running")
+      ? "model tokens counted once its extraction ends"
       : s.commits.some((c) => c.task)
       ? "model tokens not reported by the server"
       : "model tokens unknown (the server was not asked)");

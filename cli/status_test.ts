@@ -73,6 +73,14 @@ Deno.test("status text: what a session's commits cost, with the server's token c
   const status = statusWith([MID]);
   const s = status.sessions[0];
   assertEquals(commitCost(s), "    cost: 1 commit, 2 messages each, model tokens not reported by the server");
+  for (const running of ["pending", "running"]) {
+    const ongoing = statusWith([MID]).sessions[0]; // the server counts them once the extraction ends
+    ongoing.commits[0].task!.status = running;
+    assertEquals(
+      commitCost(ongoing),
+      "    cost: 1 commit, 2 messages each, model tokens counted once its extraction ends",
+    );
+  }
   const unasked = statusWith([MID]).sessions[0]; // made on another server, or this one unavailable
   delete unasked.commits[0].task;
   assertEquals(

@@ -88,6 +88,7 @@ import { asSentence } from "../openviking/advice.ts";
 import { breakerFiles } from "../openviking/breaker.ts";
 import { credentialFilePaths, DEFAULT_BASE_URL, loadConfig, originOf } from "../openviking/config.ts";
 import {
+  countWords,
   destinationOf,
   elsewhereOf,
   elsewhereWords,
@@ -518,7 +519,12 @@ async function purgeableData(ctx: Context, notes: Plan["notes"]): Promise<string
     const waiting = await queueSummary(pendingDir(ctx.env), sub).catch(() => undefined);
     if (waiting?.entries === 0) out.push(dir);
     else if (waiting) {
-      const messages = waiting.sessions.reduce((n, x) => n + x.messages, 0);
+      const sum = (k: "messages" | "commits") => waiting.sessions.reduce((n, x) => n + x[k], 0);
+      const counted = {
+        messages: sum("messages"),
+        commits: sum("commits"),
+        sessions: waiting.sessions.length,
+      };
       // Writes queued for another server or identity go only there: say where, and the command that sends them.
       const away = sub === QUEUE_SUBDIR ? waiting.sessions.filter((x) => !goesTo(x.to, here)) : [];
       const elsewhere = elsewhereWords(away.map((x) => ({ ...x, ...x.to! })));
@@ -532,7 +538,7 @@ async function purgeableData(ctx: Context, notes: Plan["notes"]): Promise<string
             : ""
         }${elsewhere.summary}: install again, then ${elsewhere.fix}`;
       notes.push(
-        `Kept: ${waiting.entries} ${what} (${messages} message(s) of ${waiting.sessions.length} session(s))` +
+        `Kept: ${waiting.entries} ${what} (${countWords(counted)})` +
           `${state}, in ${dir}. ${next}; to drop them, delete that directory.`,
       );
     }

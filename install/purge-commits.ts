@@ -6,7 +6,7 @@
 
 import type { Context, Plan, Step } from "./transaction.ts";
 import { dirName, hookStateDir, joinPath, ledgerDir, pendingDir } from "../lib/paths.ts";
-import { readLedger } from "../memory/ledger.ts";
+import { type Origin, originOf, readLedger } from "../memory/ledger.ts";
 import { sessionDestination } from "../memory/context.ts";
 import { commitCaptured, type SessionState, updateState } from "../memory/state.ts";
 import { waitingSessions } from "../memory/idle-commit.ts";
@@ -18,13 +18,19 @@ import { commandName } from "../lib/self.ts";
 /** The time all of a purge's commits get together. */
 const COMMIT_BUDGET_MS = 10_000;
 
-/** The install command for the server and identity state `file`'s captures went to (its ledger says). */
-async function installFor(ctx: Context, file: string): Promise<string> {
+/**
+ * What commits state `file`'s captures: the install for the server and identity they went to (its ledger
+ * says); the same as `here` (so another key: the destination holds it), that key given to install again.
+ */
+async function installFor(ctx: Context, file: string, here: Origin): Promise<string> {
   const entries = await readLedger(ledgerDir(ctx.env), file.slice(dirName(file).length + 1, -".json".length));
   const origin = entries.flatMap((e) => (e.kind !== "prompt" && e.origin ? [e.origin] : [])).at(-1);
   const [account, user] = origin?.who.split("/") ?? [];
   const who = `${account ? ` --account ${account}` : ""}${user ? ` --user ${user}` : ""}`;
-  return `${commandName(ctx.env)} install --url ${origin?.url ?? "<its URL>"}${who}`;
+  const install = `${commandName(ctx.env)} install --url ${origin?.url ?? "<its URL>"}${who}`;
+  return origin?.url === here.url && origin.who === here.who
+    ? `the API key saved now is not the one they were captured with: give that one to install (\`${install} --api-key-stdin\`)`
+    : `install again for it (\`${install}\`)`;
 }
 
 const ELSEWHERE = "captured for another server or identity";
@@ -57,7 +63,7 @@ export async function purgeCommitStep(
       stuck.map(async ({ file, state, why }) =>
         `${state.ovSession} holds ${state.capturedSinceCommit} captured message(s) OpenViking has not committed, ${why}: ${
           why === ELSEWHERE
-            ? `install again for it (\`${await installFor(ctx, file)}\`)`
+            ? await installFor(ctx, file, originOf(config))
             : "a Kimi session start settles and commits it once idle"
         }`
       ),

@@ -272,7 +272,8 @@ async function settleInflight(run: Run, state: SessionState): Promise<SessionSta
     const stored = await queue?.messages(rest.map((c) => c.payload), { unsure: askFrom });
     for (const c of rest.slice(0, stored ?? 0)) found.add(c.key);
   }
-  const held = rest.length && !early ? await heldMessages(run.client, ctx.ovSessionId, run.mode.budget) : [];
+  const said = rest.length && !early ? await heldMessages(run.client, ctx.ovSessionId, run.mode.budget) : [];
+  const held = Array.isArray(said) ? said : undefined;
   for (const c of rest) if (held && isHeld(held, c.payload)) found.add(c.key);
   const asked = !rest.length ? "queue" : early ? "later" : held ? "server" : "unknown";
   run.report.settledElsewhere = found.size;
@@ -293,7 +294,7 @@ async function recoverState(run: Run, state: SessionState): Promise<SessionState
   const { ctx } = run;
   const plan = planFrom(run, state, true);
   const heldNow = await heldMessages(run.client, ctx.ovSessionId, run.mode.budget);
-  if (heldNow === undefined) return undefined;
+  if (!Array.isArray(heldNow)) return undefined;
   const newest = heldNow.at(-1);
   const queued = await queuedMessageKeys(ctx.pendingDir, ctx.ovSessionId);
   let held = newest ? plan.toSend.findLastIndex((c) => isHeld([newest], c.payload)) + 1 : 0;

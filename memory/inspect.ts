@@ -31,11 +31,15 @@ export type Provenance = {
   capture?: { at: number; event: string };
 };
 
-/** The roots recall reads for peer `peerId` ("" = none): the user's, and the peer's once `~/peers` lists it. */
-export async function memoryRoots(client: OpenVikingClient, peerId: string): Promise<Root[]> {
+/**
+ * The roots recall reads for peer `peerId` ("" = none): the user's, and the peer's once `~/peers` lists it;
+ * the failure when the server did not answer (no root could be read either).
+ */
+export async function memoryRoots(client: OpenVikingClient, peerId: string): Promise<Root[] | OvFailure> {
   const user: Root = { scope: "user", uri: "viking://~/memories" };
   if (!peerId) return [user];
   const peers = await client.request("GET", "/api/v1/fs/ls", Entries, { query: { uri: "viking://~/peers" } });
+  if (!peers.ok && peers.kind === "unreachable") return peers;
   const has = peers.ok && peers.result.some((e) => e?.isDir && e.uri.endsWith(`/peers/${peerId}`));
   return has ? [user, { scope: "project", uri: `viking://~/peers/${peerId}/memories` }] : [user];
 }

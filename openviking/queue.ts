@@ -622,40 +622,38 @@ export const isHeld = (held: readonly HeldMessage[], payload: MessagePayload): b
     (m.turnId === undefined || m.turnId === payload.turn_id)
   );
 
-/**
- * One GET: its result; `null` when OpenViking's own 404 says there is no such thing (`absent`: the kinds that
- * say it; a page that is not OpenViking's, or a missing route, cannot say); else undefined.
- */
-async function get<S extends z.ZodMiniType>(
-  client: OpenVikingClient,
-  path: string,
-  schema: S,
-  budget: Budget,
-  absent: readonly OvFailure["kind"][] = ["rejected"],
-) {
-  const res = await client.request("GET", path, schema, { budget, peerId: null, maxReplyBytes: 16 << 20 });
-  return res.ok ? res.result : res.status === 404 && absent.includes(res.kind) ? null : undefined;
-}
+/** Whether a GET's failure is OpenViking's own 404 for no such thing (`absent`: the kinds that say it). */
+const isAbsent = (res: OvFailure, absent: readonly OvFailure["kind"][] = ["rejected"]) =>
+  res.status === 404 && absent.includes(res.kind);
 
 /**
  * What the session holds: the messages its newest commit archived (the newest readable archive that has any),
- * then those since; undefined when the server cannot say. A batch it stored is among them even after a
- * commit: our later writes to the session wait behind one whose reply was lost.
+ * then those since; the failure when the server cannot say (a page that is not OpenViking's, or a missing
+ * route, cannot say there is nothing). A batch it stored is among them even after a commit: our later writes
+ * to the session wait behind one whose reply was lost.
  */
-export async function heldMessages(client: OpenVikingClient, sid: string, budget: Budget) {
-  const live = await get(client, `${sessionPath(sid)}/context`, MessagesReply, budget);
-  if (!live) return live === null ? [] : undefined;
-  const meta = await get(client, sessionPath(sid), SessionReply, budget);
-  if (!meta) return undefined;
-  for (let n = meta.commit_count; n > 0; n--) {
+export async function heldMessages(
+  client: OpenVikingClient,
+  sid: string,
+  budget: Budget,
+): Promise<HeldMessage[] | OvFailure> {
+  const get = <S extends z.ZodMiniType>(path: string, schema: S) =>
+    client.request("GET", path, schema, { budget, peerId: null, maxReplyBytes: 16 << 20 });
+  const live = await get(`${sessionPath(sid)}/context`, MessagesReply);
+  if (!live.ok) return isAbsent(live) ? [] : live;
+  const meta = await get(sessionPath(sid), SessionReply);
+  if (!meta.ok) return meta;
+  for (let n = meta.result.commit_count; n > 0; n--) {
     // OpenViking 0.5.2 answers an archive it has not completed with a NOT_FOUND that names nothing.
-    const path = `${sessionPath(sid)}/archives/archive_${String(n).padStart(3, "0")}`;
-    const archive = await get(client, path, MessagesReply, budget, ["rejected", "missing-route"]);
-    if (archive === undefined) return undefined;
-    const archived = archive ? heldIn(archive) : [];
-    if (archived.length) return [...archived, ...heldIn(live)];
+    const archive = await get(
+      `${sessionPath(sid)}/archives/archive_${String(n).padStart(3, "0")}`,
+      MessagesReply,
+    );
+    if (!archive.ok && !isAbsent(archive, ["rejected", "missing-route"])) return archive;
+    const archived = archive.ok ? heldIn(archive.result) : [];
+    if (archived.length) return [...archived, ...heldIn(live.result)];
   }
-  return heldIn(live);
+  return heldIn(live.result);
 }
 
 /** A replay's budget, its most queue entries, its one session; `waitUnsure`: wait in the budget for an unsure entry. */
@@ -716,8 +714,9 @@ async function replayEntry(run: ReplayRun, claimPath: string, entry: QueueEntry)
   const held = entry.unsure && entry.kind === "messages"
     ? await heldMessages(client, sessionId, run.options.budget)
     : undefined;
+  if (held && !Array.isArray(held) && held.kind === "unreachable") return held; // a send would meet the same
   let sure = entry;
-  if (held && entry.kind === "messages") {
+  if (Array.isArray(held) && entry.kind === "messages") {
     const { unsure: _, ...rest } = entry;
     const messages = entry.messages.filter((m) => !isHeld(held, m.payload));
     report.held += entry.messages.length - messages.length;

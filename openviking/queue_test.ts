@@ -265,6 +265,23 @@ Deno.test("replay: a claim whose replay died is taken over at once, whatever its
   assertEquals(await hasUnsent(dir.path, "kc-gone"), false, "an emptied queue directory goes");
 });
 
+Deno.test("replay: a server that cannot say what an unsure write's session holds, for no answer, is not sent it too; another failure still sends", async () => {
+  for (
+    const [asked, calls] of [[fail("unreachable", 0, "no answer within 15000 ms"), 1], [
+      fail("server", 500),
+      2,
+    ]] as const
+  ) {
+    await using dir = await tempDir();
+    const queue = await SessionQueue.open(dir.path, "kc-s1", undefined);
+    await queue.messages(range(2), { unsure: Date.now() - 1 });
+    const hung = scriptedClient((_, n) => n === 0 ? asked : fail("unreachable", 0, "no answer"));
+    const r = await replayQueue(dir.path, hung.client, opts());
+    assertEquals(hung.calls.length, calls, hung.calls.map(route).join(", "));
+    assertEquals([r.replayed, (await queuedMessages(dir.path)).length], [0, 2], "nothing lost");
+  }
+});
+
 Deno.test("hasUnsent, SessionQueue.waiting: queued or claimed writes of a session hold back its new writes", async () => {
   await using dir = await tempDir();
   assertEquals(await hasUnsent(dir.path, "kc-s1"), false);

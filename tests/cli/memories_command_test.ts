@@ -98,6 +98,43 @@ Deno.test("memories where the server lists no folder for this project: the user'
   assertMatch(r.stdout, /^1 memory: yours \(no project memories here\)\n\nprofile \(1\)\n/);
 });
 
+Deno.test("memories against a server that takes requests and answers none: one request, exit 1 with its words, never a count", async () => {
+  await using dir = await tempDir();
+  // Each connection read, then closed without a reply: a server gone mid-request, without the wait.
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const requests: string[] = [];
+  const serving = (async () => {
+    for await (const conn of listener) {
+      const buf = new Uint8Array(4096);
+      const n = await conn.read(buf).catch(() => null);
+      if (n) requests.push(new TextDecoder().decode(buf.subarray(0, n)).split("\r\n")[0]);
+      conn.close();
+    }
+  })().catch(() => {});
+  try {
+    const url = `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`;
+    const r = await mem({
+      HOME: dir.path,
+      OPENVIKING_URL: url,
+      OPENVIKING_PEER_ID: PEER,
+      PATH: "/usr/bin:/bin",
+    })();
+    assertEquals(r.code, 1, r.stdout);
+    assertEquals(r.stdout, "", "no count of memories it could not read");
+    assertMatch(
+      r.stderr,
+      new RegExp(`^openviking-kimi memories: listing failed: OpenViking at ${url} is not`),
+    );
+    assertEquals(requests, ["GET /api/v1/fs/ls?uri=viking%3A%2F%2F%7E%2Fpeers HTTP/1.1"]);
+    // No project peer: the one root it reads fails the same way.
+    const alone = await mem({ HOME: dir.path, OPENVIKING_URL: url, OPENVIKING_WORKSPACE_PEER: "false" })();
+    assertEquals([alone.code, alone.stdout], [1, ""]);
+    assertMatch(alone.stderr, /^openviking-kimi memories: listing failed: /);
+  } finally {
+    listener.close();
+    await serving;
+  }
+});
 Deno.test("memories show: the text in full and the Kimi session, turn, commit and capture it came from", async () => {
   await using w = await setUp();
   const r = await w.run("show", USER_MEMORY);

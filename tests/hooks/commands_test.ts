@@ -55,6 +55,20 @@ Deno.test("recall: the hook's own output for the text, then the memories; nothin
   assertEquals((await w.cli("recall", text, "--cwd", `${w.home}/nope`, "--json")).code, 2);
 });
 
+Deno.test('recall: a text the hook asks nothing for, or recall turned off, says why instead of "via skipped"', async () => {
+  await using w = await world();
+  const short = await w.cli("recall", "hi", "--cwd", w.home);
+  assertEquals(short.code, 0, short.stderr);
+  assertMatch(
+    short.stdout,
+    /^recall skipped: the text \("hi"\) is shorter than OPENVIKING_MIN_QUERY_LENGTH \(3\)/m,
+  );
+  const off = await recallPreview("how do I deploy?", w.home, { ...w.env, OPENVIKING_AUTO_RECALL: "false" });
+  assertMatch(renderRecall(off), /^recall skipped: recall is off here \(OPENVIKING_MEMORY_ENABLED/m);
+  assertEquals(w.fake.requestsTo("POST /api/v1/search/search").length, 0, "nothing asked");
+  for (const r of [short.stdout, renderRecall(off)]) assertMatch(r, /^0 memories \(peer|^0 memories$/m);
+});
+
 Deno.test("recall: a server that does not answer is told apart from nothing relevant (exit 1, the fix, nothing written)", async () => {
   await using w = await world({ fake: { apiKey: "the-right-key-123" } });
   const env = (url = w.fake.url, key = "an-expired-key-456") => ({
@@ -82,6 +96,7 @@ Deno.test("recall: a server that does not answer is told apart from nothing rele
   assertMatch(downText, /would print nothing/);
   assertMatch(downText, /recall failed: OpenViking at http:\/\/127\.0\.0\.1:9 is not reachable/);
   assertMatch(downText, /fix: start the server/);
+  assertMatch(downText, /^0 memories( \(peer [^)]*\))?$/m, "no stage answered: none named");
   assertEquals(snapshot(w.home), before, "recall wrote nothing");
   // The key refused: its own words and fix.
   const refused = await recall(env());

@@ -98,6 +98,27 @@ for (const [i, [name, fault, kind]] of KINDS.entries()) {
   });
 }
 
+Deno.test("world: doctor never says a capture's queued writes left the queue when they were queued while it ran", async () => {
+  await using w = await world();
+  await w.turns(3);
+  w.fake.fault(envelope(500, "NOT_INITIALIZED", "Vikingfs not initialized."));
+  assertEquals((await w.hook("stop")).lastCapture?.queued, 6);
+  // The queue as doctor first reads it holds none of them; they are there by its server check (a capture
+  // that ended meanwhile: its state is written after its queue).
+  const queued = await sessionQueueDir(w.pending, `kc-${SESSION}`);
+  const aside = `${w.home}/queued-later`;
+  Deno.renameSync(queued, aside);
+  w.fake.onRequest = () => {
+    try {
+      Deno.renameSync(aside, queued);
+    } catch { /* put back already */ }
+  };
+  const captures = await doctorCheck(w.env, "captures");
+  assertEquals((await queuedMessages(w.pending)).length, 6);
+  assertEquals(captures.status, "warn", captures.summary);
+  assertMatch(captures.summary, /6 message\(s\) wait in the queue/);
+});
+
 Deno.test("world: every message write refused for good is kept and shown as refused, never delivered; fixed, `replay --rejected` delivers 6 of 6", async () => {
   await using w = await world();
   const refuse = () => {

@@ -107,7 +107,10 @@ Deno.test({
     // Then A: nothing of ours is left but the writes still waiting, which the last purge names; nor a
     // directory install made (the Kimi homes were there before).
     const last = await t.run(runUninstall, { kimiHome: a, purge: true });
-    assertMatch(last, /^Kept: 1 queued write\(s\) \(2 message\(s\) of 1 session\(s\)\) not yet delivered/m);
+    assertMatch(
+      last,
+      /^Kept: 1 queued write\(s\) \(2 message\(s\), 0 commit\(s\) of 1 session\(s\)\) not yet delivered/m,
+    );
     const queued = `/.openviking/pending/kimicode/kc-${SESSION}/`;
     const left = [
       "/.kimi-code/",

@@ -14,7 +14,13 @@ import { registrations } from "../../cli/doctor.ts";
 import { VERSION } from "../../lib/version.ts";
 import { BLOCK_BEGIN, BLOCK_END } from "../../install/spec.ts";
 import { skillText } from "../../memory/instructions.ts";
-import { enqueueMessages, keepRefused, queuedMessages, rejectedWrites } from "../support/queue.ts";
+import {
+  enqueueCommit,
+  enqueueMessages,
+  keepRefused,
+  queuedMessages,
+  rejectedWrites,
+} from "../support/queue.ts";
 
 const isWindows = Deno.build.os === "windows";
 
@@ -80,6 +86,7 @@ Deno.test("uninstall --purge deletes the ledger and the default log, never a con
     await Deno.writeTextFile(f, logLine);
   }
   assertEquals(await enqueueMessages(`${t.ov}/pending`, "kc-s1", [{ role: "user", content: "a turn" }]), 1);
+  assertEquals(await enqueueCommit(`${t.ov}/pending`, "kc-s1", "k1"), true);
   const refused = { role: "user" as const, content: "a refused turn" };
   await keepRefused(`${t.ov}/pending`, "kc-s1", [refused], { status: 400, message: "no" });
   t.lines.length = 0;
@@ -92,7 +99,11 @@ Deno.test("uninstall --purge deletes the ledger and the default log, never a con
     1,
     "a turn not yet delivered is never deleted",
   );
-  assertMatch(t.all(), /Kept: 1 queued write\(s\) .*not yet delivered.*replay/);
+  // Each write counted as what it is: the commit is no message.
+  assertMatch(
+    t.all(),
+    /Kept: 2 queued write\(s\) \(1 message\(s\), 1 commit\(s\) of 1 session\(s\)\) not yet delivered.*replay/,
+  );
   assertEquals((await rejectedWrites(`${t.ov}/pending`)).map((k) => k.payload), [refused], "nor one refused");
   assertMatch(
     t.all(),

@@ -242,12 +242,23 @@ Deno.test("uninstall --purge against a server that never answers queues every wa
 
 Deno.test("uninstall --purge keeps the state of captures it cannot commit (another server's, a send cut off), unless --yes", async () => {
   for (
-    const [stuck, why] of [
+    const [stuck, why, url] of [
       [
         { destination: "0".repeat(32) },
         /identity: install again for it \(`\S+ install --url http:\/\/old:1933`\)/,
+        "http://old:1933",
       ],
-      [{ inflight: { keys: ["k3"], at: 1 } }, /committed, a capture of it was cut off mid-send/],
+      // This server and identity, another key (install was given a new one): the key is what to give again.
+      [
+        { destination: "0".repeat(32) },
+        /identity: the API key saved now is not the one they were captured with: give that one to install \(`\S+ install --url http:\/\/127\.0\.0\.1:9 --api-key-stdin`\)/,
+        "http://127.0.0.1:9",
+      ],
+      [
+        { inflight: { keys: ["k3"], at: 1 } },
+        /committed, a capture of it was cut off mid-send/,
+        "http://old:1933",
+      ],
     ] as const
   ) {
     await using dir = await tempDir();
@@ -260,7 +271,7 @@ Deno.test("uninstall --purge keeps the state of captures it cannot commit (anoth
     const file = `${watchDir}/kc-s1.json`;
     const was = JSON.parse(await Deno.readTextFile(file));
     await Deno.writeTextFile(file, JSON.stringify({ ...was, ...stuck }));
-    const origin = { url: "http://old:1933", who: "" };
+    const origin = { url, who: "" };
     const turn = { at: 1, ms: 0, event: "stop", turns: 1, sent: 1, queued: 0, rejected: 0 } as const;
     await appendLedger(`${t.ov}/ledger/kimicode`, "kc-s1", { kind: "capture", ...turn, commit: "", origin });
     posts.length = 0;
