@@ -82,7 +82,7 @@ export async function purgeCommitStep(
           if (s.capturedSinceCommit <= 0 || !s.ovSession) return { value: "committed" }; // by another run
           const why = stuckOf(s, here);
           if (why) return { value: why === ELSEWHERE ? `${why} (--yes)` : why };
-          const { state, outcome: o } = await commitCaptured(client, s.ovSession, s, to);
+          const { state, outcome: o } = await commitCaptured(client, s.ovSession, s, here, to);
           return { state, value: o.kind === "failed" ? o.message : o.kind === "rejected" ? refused : o.kind };
         }, { waitMs: 5000, durable: true }).catch((e) => ({ acquired: true as const, value: String(e) }));
         const value = res.acquired ? res.value : "its state stayed locked by a running hook";
