@@ -193,7 +193,7 @@ export const uncommitted = (s: SessionState): Uncommitted[] => [
 ];
 
 /** Whether captures `u` are `here`'s to commit (none kept: whoever's they are). */
-const isFor = (u: Uncommitted, here: string) => u.destination === undefined || u.destination === here;
+export const isFor = (u: Uncommitted, here: string) => u.destination === undefined || u.destination === here;
 
 /**
  * `s` turned to destination `here` (`to`) at a capture's start: another destination's uncommitted captures
@@ -224,13 +224,19 @@ export async function commitCaptured(
   options: { budget: Budget; pendingDir: string; queue?: SessionQueue },
 ): Promise<{ state: SessionState; outcome: Awaited<ReturnType<typeof commitSession>> }> {
   const { budget, pendingDir, queue } = options;
-  const parts = uncommitted(s);
-  const part = parts.find((u) => isFor(u, here));
+  const part = uncommitted(s).find((u) => isFor(u, here));
   if (!part) return { state: s, outcome: { kind: "failed", message: "nothing here waits for a commit" } };
   const queueOnly = budget.remaining() < MIN_COMMIT_MS || await hasUnsent(pendingDir, sid);
-  const key = `${sid}:${part.lastAckedKey ?? "none"}`;
+  const key = commitKey(sid, part);
   const outcome = await commitSession(client, sid, { budget, pendingDir, key, queueOnly, queue });
-  const own = s.capturedSinceCommit > 0 && part === parts[0];
-  const done = own ? { ...s, capturedSinceCommit: 0 } : { ...s, owed: s.owed.filter((u) => u !== part) };
-  return { state: outcome.kind === "failed" ? s : done, outcome };
+  return { state: outcome.kind === "failed" ? s : committed(s, part), outcome };
+}
+
+/** The name of the commit of captures `u` of session `sid`: the session and the last message it covers. */
+export const commitKey = (sid: string, u: Uncommitted): string => `${sid}:${u.lastAckedKey ?? "none"}`;
+
+/** `s` once captures `part` (one of `uncommitted(s)`) are committed, or their commit queued or kept. */
+export function committed(s: SessionState, part: Uncommitted): SessionState {
+  const owed = s.owed.filter((u) => u !== part);
+  return owed.length === s.owed.length ? { ...s, capturedSinceCommit: 0 } : { ...s, owed };
 }
