@@ -37,6 +37,9 @@ import { wrap } from "../lib/columns.ts";
 /** The time all of a purge's commits get together. */
 const COMMIT_BUDGET_MS = 10_000;
 
+/** How long a purge waits for the captures still running: a capture worker's budget (60 s), and some. */
+const RUNNING_WAIT_MS = 70_000;
+
 /** Where captures `u` of state `file` went: kept with them, else (an older state's) its ledger's last capture's. */
 async function whereTo(ctx: Context, file: string, u: Uncommitted): Promise<Destination | undefined> {
   if (u.to) return u.to;
@@ -73,7 +76,8 @@ export async function purgeCommitStep(
 ): Promise<Step | string | undefined> {
   const { config } = await loadConfig(ctx.env, ctx.cwd);
   const here = await sessionDestination(config);
-  const waiting = await waitingSessions(hookStateDir(ctx.env), { ms: 0 });
+  const dir = hookStateDir(ctx.env);
+  const waiting = await waitingSessions(dir, { ms: 0 });
   const [cmd, pending] = [commandName(ctx.env), pendingDir(ctx.env)];
   const count = (s: SessionState) => uncommitted(s).reduce((n, u) => n + u.captured, 0);
   const stuck = [];
@@ -92,11 +96,13 @@ export async function purgeCommitStep(
       "Nothing was changed.",
     ]);
   }
-  if (!waiting.length) return undefined;
+  const running = await runningSessions(dir);
+  if (!waiting.length && !running.length) return undefined;
   const messages = waiting.reduce((n, w) => n + count(w.state), 0);
   return {
-    describe:
-      `commit the ${messages} captured message(s) of ${waiting.length} session(s) waiting for a commit now`,
+    describe: waiting.length
+      ? `commit the ${messages} captured message(s) of ${waiting.length} session(s) waiting for a commit now`
+      : `let the captures still running finish first (at most ${RUNNING_WAIT_MS / 1000} s)`,
     run: async () => {
       const client = createClient(clientOptions(config, "", ctx.fetch ? { fetch: ctx.fetch } : {}));
       const to = { budget: new Budget(COMMIT_BUDGET_MS), pendingDir: pending };
@@ -105,40 +111,53 @@ export async function purgeCommitStep(
       const kept = joinPath(pending, REJECTED_SUBDIR);
       const refused =
         `OpenViking refused the commit (kept in ${kept}: install again and run replay --rejected)`;
-      for (const w of waiting) {
-        const res = await updateState<string | undefined>(
-          { file: w.file, lock: `${w.file}.lock` },
-          async (start) => {
-            let s = start;
-            const sid = s.ovSession;
-            const why = sid && await stuckOf(ctx, w.file, s, here);
-            for (const u of sid && !why ? uncommitted(s) : []) {
-              const what = `${sid} (${u.captured} message(s))`;
-              const dest = isFor(u, here) ? undefined : await whereTo(ctx, w.file, u);
-              if (dest) {
-                const queue = await SessionQueue.open(pending, sid!, dest).catch(() => undefined);
-                if (!await queue?.commit(commitKey(sid!, u))) {
-                  missed.push(`${what}: the queue cannot be written`);
-                } else {
-                  s = committed(s, u);
-                  away.push({ ...dest, what });
-                }
-                continue;
-              }
-              const { state, outcome: o } = await commitCaptured(client, sid!, s, here, to);
-              s = state;
-              if (o.kind === "committed") done.push(what);
-              else if (o.kind === "queued") queued.push(what);
-              else missed.push(`${what}: ${o.kind === "failed" ? o.message : refused}`);
+      /** What waits in `start` (state `file`) committed, or its commit queued, or named. */
+      const settle = async (file: string, start: SessionState) => {
+        let s = start;
+        const sid = s.ovSession;
+        const why = sid && await stuckOf(ctx, file, s, here);
+        for (const u of sid && !why ? uncommitted(s) : []) {
+          const what = `${sid} (${u.captured} message(s))`;
+          const dest = isFor(u, here) ? undefined : await whereTo(ctx, file, u);
+          if (dest) {
+            const queue = await SessionQueue.open(pending, sid!, dest).catch(() => undefined);
+            if (!await queue?.commit(commitKey(sid!, u))) missed.push(`${what}: the queue cannot be written`);
+            else {
+              s = committed(s, u);
+              away.push({ ...dest, what });
             }
-            if (why) missed.push(`${sid} (${count(s)} message(s)): ${why} (--yes)`);
-            return { state: s, value: undefined };
-          },
-          { waitMs: 5000, durable: true },
-        ).catch((e) => ({ acquired: true as const, value: String(e) }));
-        const what = `${w.state.ovSession} (${count(w.state)} message(s))`;
-        if (!res.acquired) missed.push(`${what}: its state stayed locked by a running hook`);
-        else if (res.value) missed.push(`${what}: ${res.value}`);
+            continue;
+          }
+          const { state, outcome: o } = await commitCaptured(client, sid!, s, here, to);
+          s = state;
+          if (o.kind === "committed") done.push(what);
+          else if (o.kind === "queued") queued.push(what);
+          else missed.push(`${what}: ${o.kind === "failed" ? o.message : refused}`);
+        }
+        if (why && count(s)) missed.push(`${sid} (${count(s)} message(s)): ${why} (--yes)`);
+        return s === start ? undefined : s;
+      };
+      // Every session's lock, from a capture still running to the purge's end: none writes after it.
+      const files = [...new Set([...waiting.map((w) => w.file), ...await runningSessions(dir)])].sort();
+      if (await runningSessions(dir).then((r) => r.length)) {
+        ctx.out.info(`  … waiting for the captures still running (at most ${RUNNING_WAIT_MS / 1000} s)`);
+      }
+      const deadline = Date.now() + RUNNING_WAIT_MS;
+      const held: (() => void)[] = [];
+      const release = () => Promise.resolve(held.forEach((r) => r()));
+      for (const file of files) {
+        const got = await holdState(file, deadline, (s) => settle(file, s)).catch((e: Error) => e);
+        if (typeof got === "function") held.push(got);
+        else {
+          await release();
+          const sid = `kc-${file.slice(dir.length + 1, -".json".length)}`;
+          throw new Error(
+            got instanceof Error
+              ? got.message
+              : `a capture of ${sid} is still running (its server does not ` +
+                `answer): run \`${cmd} uninstall --purge\` again once it has ended`,
+          );
+        }
       }
       if (queued.length) {
         plan.notes.push(
@@ -156,7 +175,37 @@ export async function purgeCommitStep(
       }
       if (missed.length) plan.notes.push(`Not committed: ${missed.join("; ")}.`);
       const said = done.length ? `committed what waited for a commit: ${done.join(", ")}` : undefined;
-      return { message: said };
+      return { message: said, commit: async () => await release(), undo: release };
     },
   };
+}
+
+/** The state files of the sessions a hook holds the lock of now (a capture running, or a first one). */
+async function runningSessions(dir: string): Promise<string[]> {
+  const names = await Array.fromAsync(Deno.readDir(dir), (e) => e.name).catch(() => [] as string[]);
+  const locks = names.filter((n) => n.endsWith(".json.lock") && !n.endsWith(".prompt.json.lock"));
+  return locks.map((n) => joinPath(dir, n.slice(0, -".lock".length)));
+}
+
+/**
+ * Runs `fn` on state `file` under its lock (waited for until `deadline`), saves what it returns, and keeps the
+ * lock until the function it resolves to is called; undefined when the lock was not had in time.
+ */
+function holdState(
+  file: string,
+  deadline: number,
+  fn: (s: SessionState) => Promise<SessionState | undefined>,
+): Promise<(() => void) | undefined> {
+  return new Promise((resolve, reject) => {
+    let release = () => {};
+    const kept = new Promise<void>((r) => release = r);
+    updateState({ file, lock: `${file}.lock` }, async (s, save) => {
+      const state = await fn(s);
+      if (state) await save(state);
+      resolve(release);
+      await kept;
+      return { value: undefined };
+    }, { waitMs: Math.max(0, deadline - Date.now()), durable: true, makeDir: false })
+      .then((r) => r.acquired || resolve(undefined), reject);
+  });
 }

@@ -119,7 +119,10 @@ async function commitIfIdle(ctx: HookContext, file: string, idle: Idle, budget: 
     const result = { outcome: "captured", data: { commit: outcome.kind, taskId } };
     await recordRun(otherSession(ctx, file, s.ovSession), result, at, "idle");
     return { state: ours(s) ? { ...state, inflight: undefined } : state, value: "done" };
-  }, { waitMs: 0, durable: true }).catch(() => ({ acquired: true as const, value: "failed" as const }));
+  }, { waitMs: 0, durable: true, makeDir: false }).catch(() => ({
+    acquired: true as const,
+    value: "failed" as const,
+  }));
   return res.acquired ? res.value : "busy";
 }
 
@@ -178,7 +181,7 @@ export async function watchIdleSessions(ctx: HookContext): Promise<void> {
         if (did === "failed" || did === "unsettled") failed.add(next.file);
         if (did === "busy") await new Promise((r) => setTimeout(r, BUSY_RETRY_MS));
       }
-    }, { waitMs: 0 }).catch(() => ({ acquired: false as const }));
+    }, { waitMs: 0, makeDir: false }).catch(() => ({ acquired: false as const })); // purged: not made again
     // Held by another watch of this destination (one lock each: a watch commits only its own): it has this
     // session. Else a Stop may have found this one's lock held just before it was let go: it looks once more.
     if (!held.acquired || Date.now() >= end || !(await pending()).length) return;

@@ -3,7 +3,7 @@
 import * as z from "zod/mini";
 import { CauseSchema } from "../openviking/advice.ts";
 import { isNotFound, parseJsonOrUndefined, readTextIfExists, settled, writeFileAtomic } from "../lib/fs.ts";
-import { joinPath, safeId } from "../lib/paths.ts";
+import { dirName, joinPath, safeId } from "../lib/paths.ts";
 import { type LockOptions, type LockResult, withLock } from "../lib/lock.ts";
 import { RecallSchema } from "./recall.ts";
 import { ReadCursorSchema } from "../kimi/journal/turns.ts";
@@ -154,7 +154,10 @@ export async function writeState(file: string, state: SessionState, durable = fa
 
 export type SaveState = (state: SessionState) => Promise<void>;
 
-/** Read-modify-write under the session's lock: `update` gets the state and a `save`, returns the new state and a value. */
+/**
+ * Read-modify-write under the session's lock: `update` gets the state and a `save`, returns the new state and a
+ * value. A save after the state's directory went (a purge meanwhile) throws instead of making it again.
+ */
 export async function updateState<T>(
   paths: StatePaths,
   update: (state: SessionState, save: SaveState) => Promise<{ state?: SessionState; value: T }>,
@@ -162,7 +165,12 @@ export async function updateState<T>(
 ): Promise<LockResult<T>> {
   const durable = options.durable ?? false;
   return await withLock(paths.lock, async () => {
-    const save: SaveState = (state) => writeState(paths.file, state, durable);
+    const save: SaveState = async (state) => {
+      if (!await Deno.stat(dirName(paths.file)).then(() => true, () => false)) {
+        throw new Error(`${dirName(paths.file)} was deleted (uninstall --purge): nothing more is kept`);
+      }
+      await writeState(paths.file, state, durable);
+    };
     const { state, value } = await update(await loadState(paths.file, durable), save);
     if (state) await save(state);
     return value;

@@ -21,6 +21,9 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { runIn } from "../cli/in-process.ts";
 import { textColumns } from "../../lib/columns.ts";
 import { commandName } from "../../lib/self.ts";
+import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
+import { JournalBuilder } from "../support/journal.ts";
+import { WORKER_ENV } from "../../kimi/detach.ts";
 
 Deno.test("uninstall --purge deletes the config.toml.bak install made, byte-identical to config.toml, in each home", async () => {
   await using dir = await tempDir();
@@ -330,4 +333,46 @@ Deno.test("uninstall --purge keeps the state of a capture cut off mid-send, in a
     [],
     false,
   ]);
+});
+
+Deno.test({
+  name:
+    "uninstall --purge while a detached capture waits on a hung server waits for it: nothing the capture writes comes back after the purge",
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    await using dir = await tempDir();
+    await using fake = await FakeOpenViking.start();
+    const t = await installSandbox(dir.path, { OPENVIKING_URL: fake.url });
+    const ctx = t.ctx(await fakeCompiled(dir.path));
+    await t.run(runInstall, {}, ctx);
+    const env = sandboxEnv(t.home, fake.url, {
+      ...{ OPENVIKING_CAPTURE_WAIT_MS: "0", OPENVIKING_COMMIT_POLICY: "balanced" },
+      ...{ OPENVIKING_TIMEOUT_MS: "2000", OPENVIKING_IDLE_COMMIT_SECONDS: "1", [WORKER_ENV]: "1" },
+    });
+    const session = "session_7c0a1f5e-2b1d-4c3e-8f00-00000000f5f5";
+    await placeJournal(
+      t.home,
+      session,
+      new JournalBuilder().simpleTurn("a question", "an answer").toString(),
+    );
+    const payload = (event: string) =>
+      JSON.stringify({ hook_event_name: event, session_id: session, cwd: t.home });
+    const prompt = JSON.parse(payload("UserPromptSubmit"));
+    await hookIn("user-prompt-submit", { env, stdin: JSON.stringify({ ...prompt, prompt: "a question" }) });
+    fake.fault({ route: "POST /api/v1/sessions/:id/*", delayMs: 4000 }); // hangs past the client's timeout
+    const worker = hookIn("stop", { env, stdin: payload("Stop") });
+    const lock = `${t.ov}/hook-state/kimicode/${session}.json.lock`;
+    for (let i = 0; i < 200 && !await exists(lock); i++) await new Promise((r) => setTimeout(r, 25));
+    assertTrue(await exists(lock), "the capture holds its session's lock, waiting on the server");
+    const said = await t.run(runUninstall, { purge: true }, ctx);
+    await worker; // its capture, its ledger line, its idle watch: all done
+    await new Promise((r) => setTimeout(r, 1500));
+    for (const gone of ["hook-state/kimicode", "ledger/kimicode"]) {
+      assertEquals(await exists(`${t.ov}/${gone}`), false, `${gone} came back after:\n${said}`);
+    }
+    // What the capture queued (the server never answered) is where the purge says, with its commit.
+    const queued = `${t.ov}/pending/kimicode`;
+    assertTrue(await exists(queued), said);
+    assertStringIncludes(said.replace(/\n\s+/g, " "), `in ${queued}`);
+  },
 });
