@@ -134,12 +134,17 @@ export async function purgeCommitStep(
           else if (o.kind === "queued") queued.push(what);
           else missed.push(`${what}: ${o.kind === "failed" ? o.message : refused}`);
         }
+        if (why && count(s) && !drop) {
+          const again = `run \`${cmd} uninstall --purge\` again`;
+          throw new Error(`${sid}: ${count(s)} message(s) not committed, ${why} meanwhile: ${again}`);
+        }
         if (why && count(s)) missed.push(`${sid} (${count(s)} message(s)): ${why} (--yes)`);
         return s === start ? undefined : s;
       };
       // Every session's lock, from a capture still running to the purge's end: none writes after it.
-      const files = [...new Set([...waiting.map((w) => w.file), ...await runningSessions(dir)])].sort();
-      if (await runningSessions(dir).then((r) => r.length)) {
+      const runs = await runningSessions(dir);
+      const files = [...new Set([...waiting.map((w) => w.file), ...runs])].sort();
+      if (runs.length) {
         ctx.out.info(`  … waiting for the captures still running (at most ${RUNNING_WAIT_MS / 1000} s)`);
       }
       const deadline = Date.now() + RUNNING_WAIT_MS;

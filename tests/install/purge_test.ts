@@ -12,7 +12,8 @@ import {
   assertTrue,
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { closedAddress, exists, fakeCompiled, installSandbox } from "./helpers.ts";
+import { acceptingFetch, closedAddress, exists, fakeCompiled, installSandbox } from "./helpers.ts";
+import { withLock } from "../../lib/lock.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
 import { SessionQueue } from "../../openviking/queue.ts";
 import { sessionDestination } from "../../memory/context.ts";
@@ -375,4 +376,25 @@ Deno.test({
     assertTrue(await exists(queued), said);
     assertStringIncludes(said.replace(/\n\s+/g, " "), `in ${queued}`);
   },
+});
+
+Deno.test("uninstall --purge whose running capture is cut off mid-send while it waits changes nothing, and says to run it again", async () => {
+  await using dir = await tempDir();
+  const { t, ctx, watchDir } = await purgeSandbox(dir.path, 2, acceptingFetch);
+  const file = `${watchDir}/kc-s1.json`;
+  const was = JSON.parse(await Deno.readTextFile(file));
+  let purge: Promise<string> | undefined;
+  await withLock(`${file}.lock`, async () => {
+    purge = t.run(runUninstall, { purge: true }, ctx, 1); // waits for this "capture"
+    await new Promise((r) => setTimeout(r, 300));
+    await Deno.writeTextFile(file, JSON.stringify({ ...was, inflight: { keys: ["k3"], at: 1 } }));
+  });
+  const said = await purge!;
+  assertStringIncludes(said, "kc-s1: 2 message(s) not committed, cut off mid-send meanwhile: run");
+  assertTrue(await exists(file), "its state stays");
+  assertMatch(said, /nothing was changed/);
+  assertTrue(
+    await exists(`${t.kimi}/config.toml`) && (await Deno.readTextFile(`${t.kimi}/config.toml`)) !== "",
+    said,
+  );
 });
