@@ -29,7 +29,7 @@ import * as paths from "../lib/paths.ts";
 import { resolvePeer } from "../openviking/peer.ts";
 import { asRecord, isRecord, type JsonRecord, tolerant } from "../lib/parsed.ts";
 import { scrub } from "../lib/redact.ts";
-import { readState, statePaths } from "../memory/state.ts";
+import { readState, statePaths, uncommitted } from "../memory/state.ts";
 import { dueAt } from "../memory/idle-commit.ts";
 import { VERSION } from "../lib/version.ts";
 import { wrap } from "../lib/columns.ts";
@@ -379,9 +379,10 @@ async function localSessions(
     s.rejected = counts(places.rejected, s.openVikingSessionId);
     placeQueued(s, []);
     const state = stateDir && await readState((await statePaths(stateDir, name)).file).catch(() => undefined);
-    // Due when the watch of the session's own server and identity commits it, whichever is configured now.
+    // Due when the watch of the captures' own server and identity commits them, whichever is configured now.
     const due = state && dueAt(state, config.idleCommitSeconds * 1000, undefined);
-    if (state && due) s.uncommitted = { messages: state.capturedSinceCommit, dueAt: due };
+    const messages = state ? uncommitted(state).reduce((n, u) => n + u.captured, 0) : 0;
+    if (due) s.uncommitted = { messages, dueAt: due };
     if (failed?.kind === "replay" && failed.cause && s.queue.entries && failed.at > (s.lastError?.at ?? 0)) {
       s.lastError = errorOf(failed.at, failed.cause, failed.origin?.url ?? config.baseUrl);
     }

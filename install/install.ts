@@ -611,12 +611,18 @@ async function planPurge(
   // Another home keeps the shared part whole (said below): what a last purge would leave is no news then.
   const shared = await sharedTargets(ctx, others.length ? [] : plan.notes);
   const inUse = others.length ? await versionsUsedBy(ctx.env, others) : [];
+  const meanwhile: string[] = [];
   if (others.length === 0) {
     // The hook state goes: what waits for a commit is committed first, and our idle watch let go of its copy.
     const idle = await purgeCommitStep(ctx, plan, yes);
     if (typeof idle === "string") return idle;
     if (idle) plan.steps.push(idle);
     targets.push(...shared);
+    // A capture still running (the commit step waits for it) may make the hook state or ledger meanwhile.
+    if (idle) {
+      meanwhile.push(...[hookStateDir(ctx.env), ledgerDir(ctx.env)].filter((t) => !shared.includes(t)));
+    }
+    targets.push(...meanwhile);
   } else if (inUse.length || shared.length) plan.notes.push(keptForOthers(others, [...inUse, ...shared]));
   const queues = [QUEUE_SUBDIR, REJECTED_SUBDIR].map((sub) => [joinPath(pendingDir(ctx.env), sub), sub]);
   for (const t of targets) {
@@ -624,6 +630,7 @@ async function planPurge(
     // A commit the purge could not send is queued or kept there (install/purge-commits.ts): such a queue stays.
     const [run, sub] = [step.run, queues.find(([dir]) => dir === t)?.[1]];
     if (sub) step.run = async () => (await queueSummary(pendingDir(ctx.env), sub)).entries ? {} : await run();
+    if (meanwhile.includes(t)) step.run = async () => await exists(t) ? await run() : {};
     plan.steps.push(step);
   }
   const sweep = await sweepStep(ctx.env, { kimiHome: state.paths.home, purge: true });

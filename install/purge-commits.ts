@@ -1,52 +1,73 @@
 /**
  * What `uninstall --purge` does about the idle commits before it deletes the hook state: what waits for a
- * commit is committed now, within a bound, or queued, or named. The home's idle watch (memory/idle-commit.ts)
- * ends within a second of the hook state going; the copy sweep after waits for it (install/program.ts).
+ * commit on the server configured now is committed, within a bound, or queued; another server's or
+ * identity's gets its commit queued for it (the queue stays, and the replay that sends it there is named); a
+ * capture cut off mid-send is named. The home's idle watch (memory/idle-commit.ts) ends within a second of the
+ * hook state going; the copy sweep after waits for it (install/program.ts).
  */
 
 import type { Context, Plan, Step } from "./transaction.ts";
 import { dirName, hookStateDir, joinPath, ledgerDir, pendingDir } from "../lib/paths.ts";
-import { type Origin, originOf, readLedger } from "../memory/ledger.ts";
+import { readLedger } from "../memory/ledger.ts";
 import { sessionDestination } from "../memory/context.ts";
-import { commitCaptured, type SessionState, updateState } from "../memory/state.ts";
+import {
+  commitCaptured,
+  commitKey,
+  committed,
+  isFor,
+  type SessionState,
+  type Uncommitted,
+  uncommitted,
+  updateState,
+} from "../memory/state.ts";
 import { waitingSessions } from "../memory/idle-commit.ts";
 import { Budget, clientOptions, createClient } from "../openviking/client.ts";
 import { loadConfig } from "../openviking/config.ts";
-import { QUEUE_SUBDIR, REJECTED_SUBDIR } from "../openviking/queue.ts";
+import {
+  type Destination,
+  destinationOf,
+  elsewhereWords,
+  QUEUE_SUBDIR,
+  REJECTED_SUBDIR,
+  SessionQueue,
+} from "../openviking/queue.ts";
 import { commandName } from "../lib/self.ts";
+import { wrap } from "../lib/columns.ts";
 
 /** The time all of a purge's commits get together. */
 const COMMIT_BUDGET_MS = 10_000;
 
-/**
- * What commits state `file`'s captures: the install for the server and identity they went to (its ledger
- * says); the same as `here` (so another key: the destination holds it), that key given to install again.
- */
-async function installFor(ctx: Context, file: string, here: Origin): Promise<string> {
-  const entries = await readLedger(ledgerDir(ctx.env), file.slice(dirName(file).length + 1, -".json".length));
+/** How long a purge waits for the captures still running: a capture worker's budget (60 s), and some. */
+const RUNNING_WAIT_MS = 70_000;
+
+/** Where captures `u` of state `file` went: kept with them, else (an older state's) its ledger's last capture's. */
+async function whereTo(ctx: Context, file: string, u: Uncommitted): Promise<Destination | undefined> {
+  if (u.to) return u.to;
+  const sid = file.slice(dirName(file).length + 1, -".json".length);
+  const entries = await readLedger(ledgerDir(ctx.env), sid).catch(() => []);
   const origin = entries.flatMap((e) => (e.kind !== "prompt" && e.origin ? [e.origin] : [])).at(-1);
   const [account, user] = origin?.who.split("/") ?? [];
-  const who = `${account ? ` --account ${account}` : ""}${user ? ` --user ${user}` : ""}`;
-  const install = `${commandName(ctx.env)} install --url ${origin?.url ?? "<its URL>"}${who}`;
-  return origin?.url === here.url && origin.who === here.who
-    ? `the API key saved now is not the one they were captured with: give that one to install (\`${install} --api-key-stdin\`)`
-    : `install again for it (\`${install}\`)`;
+  return origin && destinationOf({ baseUrl: origin.url, account, user });
 }
 
-const ELSEWHERE = "captured for another server or identity";
+/** Why the purge can neither commit nor queue the commit of what `s` (state `file`) captured, or undefined. */
+async function stuckOf(ctx: Context, file: string, s: SessionState, here: string) {
+  if (s.inflight?.keys.length) return "cut off mid-send"; // as in memory/idle-commit.ts, never committed over
+  for (const u of uncommitted(s)) {
+    if (!isFor(u, here) && !await whereTo(ctx, file, u)) return "for a server not recorded";
+  }
+  return undefined;
+}
 
-/** Why the purge cannot commit `s` (its writes go to `here`; a state of none: there too), or undefined. */
-const stuckOf = (s: SessionState, here: string) =>
-  s.destination !== undefined && s.destination !== here
-    ? ELSEWHERE
-    : s.inflight?.keys.length
-    ? "a capture of it was cut off mid-send" // as in memory/idle-commit.ts, never committed over
-    : undefined;
+/** `lines` wrapped to the report width, continuations indented; a command line (indented 4) stays whole. */
+const wrapped = (lines: string[]) =>
+  lines.flatMap((l) => l.startsWith("    ") ? [l] : wrap(l, `${/^ */.exec(l)![0]}  `)).join("\n");
 
 /**
  * The step, first of a last purge's: commits what waits (a commit that cannot be sent is queued, and the
- * queue is kept) and notes what was not committed. None when nothing waits; a refusal (a string) when a
- * session's captures cannot be committed now, unless `drop` (`--yes`): its state would go with them.
+ * queue is kept), queues another destination's commit for it, and notes what was not committed. None when
+ * nothing waits; a refusal (a string) when a session's captures can be neither, unless `drop` (`--yes`):
+ * its state would go with them.
  */
 export async function purgeCommitStep(
   ctx: Context,
@@ -55,47 +76,93 @@ export async function purgeCommitStep(
 ): Promise<Step | string | undefined> {
   const { config } = await loadConfig(ctx.env, ctx.cwd);
   const here = await sessionDestination(config);
-  const waiting = await waitingSessions(hookStateDir(ctx.env), { ms: 0 });
+  const dir = hookStateDir(ctx.env);
+  const waiting = await waitingSessions(dir, { ms: 0 });
   const [cmd, pending] = [commandName(ctx.env), pendingDir(ctx.env)];
-  const stuck = waiting.map((w) => ({ ...w, why: stuckOf(w.state, here) })).filter((w) => w.why);
-  if (stuck.length && !drop) {
-    const said = await Promise.all(
-      stuck.map(async ({ file, state, why }) =>
-        `${state.ovSession} holds ${state.capturedSinceCommit} captured message(s) OpenViking has not committed, ${why}: ${
-          why === ELSEWHERE
-            ? await installFor(ctx, file, originOf(config))
-            : "a Kimi session start settles and commits it once idle"
-        }`
-      ),
-    );
-    return `${said.join("; ")}. Then run \`${cmd} uninstall --purge\` again: it commits them before their ` +
-      `state goes. To drop them, run \`${cmd} uninstall --purge --yes\`. Nothing was changed.`;
+  const count = (s: SessionState) => uncommitted(s).reduce((n, u) => n + u.captured, 0);
+  const stuck = [];
+  for (const w of waiting) {
+    const why = await stuckOf(ctx, w.file, w.state, here);
+    if (why) stuck.push(`  ${w.state.ovSession}: ${count(w.state)} message(s), ${why}`);
   }
-  if (!waiting.length) return undefined;
-  const messages = waiting.reduce((n, w) => n + w.state.capturedSinceCommit, 0);
+  if (stuck.length && !drop) {
+    return wrapped([
+      `${stuck.length} session(s) hold captures not committed yet:`,
+      ...stuck,
+      "A Kimi session start settles a capture cut off mid-send and commits it once idle; then run again:",
+      `    ${cmd} uninstall --purge`,
+      "To drop them instead:",
+      `    ${cmd} uninstall --purge --yes`,
+      "Nothing was changed.",
+    ]);
+  }
+  const running = await runningSessions(dir);
+  if (!waiting.length && !running.length) return undefined;
+  const messages = waiting.reduce((n, w) => n + count(w.state), 0);
   return {
-    describe:
-      `commit the ${messages} captured message(s) of ${waiting.length} session(s) waiting for a commit now`,
+    describe: waiting.length
+      ? `commit the ${messages} captured message(s) of ${waiting.length} session(s) waiting for a commit now`
+      : `let the captures still running finish first (at most ${RUNNING_WAIT_MS / 1000} s)`,
     run: async () => {
       const client = createClient(clientOptions(config, "", ctx.fetch ? { fetch: ctx.fetch } : {}));
       const to = { budget: new Budget(COMMIT_BUDGET_MS), pendingDir: pending };
       const [done, queued, missed] = [[] as string[], [] as string[], [] as string[]];
+      const away: (Destination & { what: string })[] = [];
       const kept = joinPath(pending, REJECTED_SUBDIR);
       const refused =
         `OpenViking refused the commit (kept in ${kept}: install again and run replay --rejected)`;
-      for (const w of waiting) {
-        const res = await updateState<string>({ file: w.file, lock: `${w.file}.lock` }, async (s) => {
-          if (s.capturedSinceCommit <= 0 || !s.ovSession) return { value: "committed" }; // by another run
-          const why = stuckOf(s, here);
-          if (why) return { value: why === ELSEWHERE ? `${why} (--yes)` : why };
-          const { state, outcome: o } = await commitCaptured(client, s.ovSession, s, to);
-          return { state, value: o.kind === "failed" ? o.message : o.kind === "rejected" ? refused : o.kind };
-        }, { waitMs: 5000, durable: true }).catch((e) => ({ acquired: true as const, value: String(e) }));
-        const value = res.acquired ? res.value : "its state stayed locked by a running hook";
-        const what = `${w.state.ovSession} (${w.state.capturedSinceCommit} message(s))`;
-        if (value === "committed") done.push(what);
-        else if (value === "queued") queued.push(what);
-        else missed.push(`${what}: ${value}`);
+      /** What waits in `start` (state `file`) committed, or its commit queued, or named. */
+      const settle = async (file: string, start: SessionState) => {
+        let s = start;
+        const sid = s.ovSession;
+        const why = sid && await stuckOf(ctx, file, s, here);
+        for (const u of sid && !why ? uncommitted(s) : []) {
+          const what = `${sid} (${u.captured} message(s))`;
+          const dest = isFor(u, here) ? undefined : await whereTo(ctx, file, u);
+          if (dest) {
+            const queue = await SessionQueue.open(pending, sid!, dest).catch(() => undefined);
+            if (!await queue?.commit(commitKey(sid!, u))) missed.push(`${what}: the queue cannot be written`);
+            else {
+              s = committed(s, u);
+              away.push({ ...dest, what });
+            }
+            continue;
+          }
+          const { state, outcome: o } = await commitCaptured(client, sid!, s, here, to);
+          s = state;
+          if (o.kind === "committed") done.push(what);
+          else if (o.kind === "queued") queued.push(what);
+          else missed.push(`${what}: ${o.kind === "failed" ? o.message : refused}`);
+        }
+        if (why && count(s) && !drop) {
+          const again = `run \`${cmd} uninstall --purge\` again`;
+          throw new Error(`${sid}: ${count(s)} message(s) not committed, ${why} meanwhile: ${again}`);
+        }
+        if (why && count(s)) missed.push(`${sid} (${count(s)} message(s)): ${why} (--yes)`);
+        return s === start ? undefined : s;
+      };
+      // Every session's lock, from a capture still running to the purge's end: none writes after it.
+      const runs = await runningSessions(dir);
+      const files = [...new Set([...waiting.map((w) => w.file), ...runs])].sort();
+      if (runs.length) {
+        ctx.out.info(`  … waiting for the captures still running (at most ${RUNNING_WAIT_MS / 1000} s)`);
+      }
+      const deadline = Date.now() + RUNNING_WAIT_MS;
+      const held: (() => void)[] = [];
+      const release = () => Promise.resolve(held.forEach((r) => r()));
+      for (const file of files) {
+        const got = await holdState(file, deadline, (s) => settle(file, s)).catch((e: Error) => e);
+        if (typeof got === "function") held.push(got);
+        else {
+          await release();
+          const sid = `kc-${file.slice(dir.length + 1, -".json".length)}`;
+          throw new Error(
+            got instanceof Error
+              ? got.message
+              : `a capture of ${sid} is still running (its server does not ` +
+                `answer): run \`${cmd} uninstall --purge\` again once it has ended`,
+          );
+        }
       }
       if (queued.length) {
         plan.notes.push(
@@ -103,9 +170,47 @@ export async function purgeCommitStep(
             `(the server did not take it now): install again and the next session start replays it (or run "${cmd} replay").`,
         );
       }
+      const elsewhere = elsewhereWords(away.map((d) => ({ ...d, messages: 0, commits: 1 })));
+      if (elsewhere) {
+        const what = away.map((d) => d.what).join(", ");
+        plan.notes.push(wrapped([
+          `Queued: the commit of ${what}, in ${joinPath(pending, QUEUE_SUBDIR)}; ${elsewhere.summary}: ` +
+          `install again, then ${elsewhere.fix}.`,
+        ]));
+      }
       if (missed.length) plan.notes.push(`Not committed: ${missed.join("; ")}.`);
       const said = done.length ? `committed what waited for a commit: ${done.join(", ")}` : undefined;
-      return { message: said };
+      return { message: said, commit: async () => await release(), undo: release };
     },
   };
+}
+
+/** The state files of the sessions a hook holds the lock of now (a capture running, or a first one). */
+async function runningSessions(dir: string): Promise<string[]> {
+  const names = await Array.fromAsync(Deno.readDir(dir), (e) => e.name).catch(() => [] as string[]);
+  const locks = names.filter((n) => n.endsWith(".json.lock") && !n.endsWith(".prompt.json.lock"));
+  return locks.map((n) => joinPath(dir, n.slice(0, -".lock".length)));
+}
+
+/**
+ * Runs `fn` on state `file` under its lock (waited for until `deadline`), saves what it returns, and keeps the
+ * lock until the function it resolves to is called; undefined when the lock was not had in time.
+ */
+function holdState(
+  file: string,
+  deadline: number,
+  fn: (s: SessionState) => Promise<SessionState | undefined>,
+): Promise<(() => void) | undefined> {
+  return new Promise((resolve, reject) => {
+    let release = () => {};
+    const kept = new Promise<void>((r) => release = r);
+    updateState({ file, lock: `${file}.lock` }, async (s, save) => {
+      const state = await fn(s);
+      if (state) await save(state);
+      resolve(release);
+      await kept;
+      return { value: undefined };
+    }, { waitMs: Math.max(0, deadline - Date.now()), durable: true, makeDir: false })
+      .then((r) => r.acquired || resolve(undefined), reject);
+  });
 }

@@ -3,17 +3,21 @@
 import { ensurePrivateDir, isNotFound, removeQuietly } from "./fs.ts";
 import { dirName } from "./paths.ts";
 
-/** How long to wait for a lock (default 5 s; 0: one try), and how often to try (default 50 ms). */
+/**
+ * How long to wait for a lock (default 5 s; 0: one try), how often to try (default 50 ms); `makeDir: false`:
+ * a missing directory is not made (the lock's place is gone: it throws).
+ */
 export interface LockOptions {
   waitMs?: number;
   pollMs?: number;
+  makeDir?: boolean;
 }
 
 /** The outcome of `withLock`: the callback's value, or `acquired: false` when the wait ran out. */
 export type LockResult<T> = { acquired: true; value: T } | { acquired: false };
 
 /** The lock file at `path`, opened (created 0600 in a 0700 directory when missing). */
-async function openLockFile(path: string): Promise<Deno.FsFile> {
+async function openLockFile(path: string, makeDir = true): Promise<Deno.FsFile> {
   const open = () => Deno.openSync(path, { read: true, write: true, create: true, mode: 0o600 });
   try {
     return open();
@@ -21,7 +25,8 @@ async function openLockFile(path: string): Promise<Deno.FsFile> {
     const info = await Deno.lstat(path).catch(() => undefined);
     // A link at the lock's place (dangling, or to a directory) is no lock of ours: it goes, not what it names.
     if (info?.isSymlink) await Deno.remove(path);
-    else if (isNotFound(error)) await ensurePrivateDir(dirName(path));
+    else if (isNotFound(error) && makeDir) await ensurePrivateDir(dirName(path));
+    else if (isNotFound(error)) throw error;
     // An older version's lock was a directory: set aside whole (never emptied: its contents are not ours).
     else if (info?.isDirectory) {
       await Deno.rename(path, `${path}.old-${Date.now()}-${Deno.pid}`).catch(() => {});
@@ -40,15 +45,23 @@ export function stillAtPath(file: Deno.FsFile, path: string): boolean {
   }
 }
 
-/** Runs `fn` holding the lock at `lockPath`; never runs it when the lock cannot be had in time. */
+/**
+ * Runs `fn` holding the lock at `lockPath`; never runs it when the lock cannot be had in time, nor when the
+ * lock's directory went while it waited (a purge: what it guarded is gone, and is not made again).
+ */
 export async function withLock<T>(
   lockPath: string,
   fn: () => Promise<T>,
   options: LockOptions = {},
 ): Promise<LockResult<T>> {
   const [deadline, pollMs] = [Date.now() + (options.waitMs ?? 5_000), options.pollMs ?? 50];
-  for (;;) {
-    using file = await openLockFile(lockPath); // its close releases the lock
+  for (let first = true;; first = false) {
+    // Only the first open makes a missing directory: one gone since went with what the lock guarded.
+    const opened = await openLockFile(lockPath, first && options.makeDir !== false).catch((error) => {
+      if (first || !isNotFound(error)) throw error;
+    });
+    if (!opened) return { acquired: false };
+    using file = opened; // its close releases the lock
     if (file.tryLockSync(true)) {
       if (!stillAtPath(file, lockPath)) continue;
       try {

@@ -29,3 +29,27 @@ Deno.test("a directory at the lock's place (an old version's lock) is set aside 
   assertEquals(aside.length, 1);
   assertEquals(await Deno.readTextFile(`${dir.path}/${aside[0]}/holder.txt`), "not ours to delete");
 });
+
+Deno.test("a waiter whose lock's directory went while it waited (a purge) gives up and makes nothing again; makeDir false never makes it", async () => {
+  await using dir = await tempDir();
+  const [place, aside] = [`${dir.path}/state`, `${dir.path}/state-aside`];
+  const lock = `${place}/s.json.lock`;
+  let release = () => {};
+  const held = new Promise<void>((r) => release = r);
+  let holding = () => {};
+  const got = new Promise<void>((r) => holding = r);
+  const holder = withLock(lock, async () => {
+    holding();
+    await held;
+  });
+  await got;
+  const waiter = withLock(lock, () => Promise.resolve("ran"), { waitMs: 5000 });
+  await new Promise((r) => setTimeout(r, 100));
+  await Deno.rename(place, aside); // the purge moves the hook state aside, then lets go
+  release();
+  await holder;
+  assertEquals(await waiter, { acquired: false });
+  assertEquals(await Deno.lstat(place).then(() => "made again", () => "gone"), "gone");
+  const refused = await withLock(lock, () => Promise.resolve("ran"), { makeDir: false }).catch(() => "threw");
+  assertEquals([refused, await Deno.lstat(place).then(() => "made again", () => "gone")], ["threw", "gone"]);
+});

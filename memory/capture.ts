@@ -22,6 +22,7 @@ import {
 } from "../openviking/queue.ts";
 import type { COMMIT_POLICIES } from "../openviking/config.ts";
 import {
+  capturingFor,
   commitCaptured,
   type Cursor,
   MIN_COMMIT_MS,
@@ -134,12 +135,12 @@ async function commitIfDue(
   facts: Omit<CommitFacts, "since">,
   queue?: SessionQueue,
 ): Promise<{ state: SessionState; commit: string; taskId?: string }> {
-  const state = { ...start, ovSession: ctx.ovSessionId, destination: await sessionDestination(ctx.config) };
+  const state = { ...start, ovSession: ctx.ovSessionId };
   const since = state.capturedSinceCommit;
   if (!commitDue(ctx.config.commitPolicy, ctx.event, { ...facts, since })) return { state, commit: "none" };
   await save(state); // a kill during the commit never resends it
   const options = { budget: mode.budget, pendingDir: ctx.pendingDir, queue };
-  const done = await commitCaptured(client, ctx.ovSessionId, state, options);
+  const done = await commitCaptured(client, ctx.ovSessionId, state, state.destination!, options);
   const taskId = done.outcome.kind === "committed" ? done.outcome.taskId : undefined;
   return { state: done.state, commit: done.outcome.kind, taskId };
 }
@@ -427,8 +428,14 @@ function ownCursor(state: SessionState, journal: string): SessionState {
   return { ...state, capturedKeys: [], ackedBelow: 0, cursor: undefined, inflight: undefined, recover };
 }
 
-/** The state at a capture's start: a state older than the settling keys settles what its last capture did. */
-const settling = (s: SessionState) => ({ ...s, promptsFrom: s.promptsFrom ?? s.lastCaptureAt ?? 0 });
+/**
+ * The state at a capture's start: a state older than the settling keys settles what its last capture did; the
+ * captures uncommitted at another destination are owed to it (`capturingFor`).
+ */
+async function settling(s: SessionState, ctx: HookContext): Promise<SessionState> {
+  const here = capturingFor(s, await sessionDestination(ctx.config), destinationOf(ctx.config));
+  return { ...here, promptsFrom: s.promptsFrom ?? s.lastCaptureAt ?? 0 };
+}
 
 /** The kept prompts of `ctx`'s session (read without its lock: the prompt hook only adds to them). */
 async function keptPrompts(ctx: HookContext): Promise<FallbackPrompt[]> {
@@ -448,7 +455,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
   const waited = mode.waitMs <= 0 || await waitForTurnEnd(journal, before.cursor, mode.waitMs, expectTurn);
   const client = clientFor(ctx);
   const res = await updateState(ctx.capturePaths, async (loaded, save) => {
-    const start = ownCursor(settling(loaded), journal);
+    const start = ownCursor(await settling(loaded, ctx), journal);
     const s = await scanFrom(journal, start.cursor);
     const newest = s.turns.turns.at(-1);
     const planOptions: PlanOptions = {
@@ -552,7 +559,7 @@ async function captureFromPrompts(
   if (!ctx.capturePaths || !kept.length) return { outcome: "no-journal", data: { reason, fallback: 0 } };
   const client = clientFor(ctx);
   const res = await updateState(ctx.capturePaths, async (loaded, save) => {
-    const [state, report] = [settling(loaded), emptyReport()];
+    const [state, report] = [await settling(loaded, ctx), emptyReport()];
     const due = duePrompts(kept, state).filter((p) => Date.now() - p.at >= minAgeMs);
     if (!due.length) return { value: report };
     const queueOnly = await hasUnsent(ctx.pendingDir, ctx.ovSessionId);

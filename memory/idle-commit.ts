@@ -6,7 +6,14 @@
 import { Budget } from "../openviking/client.ts";
 import { dirName, joinPath } from "../lib/paths.ts";
 import { withLock } from "../lib/lock.ts";
-import { commitCaptured, MIN_COMMIT_MS, readState, type SessionState, updateState } from "./state.ts";
+import {
+  commitCaptured,
+  MIN_COMMIT_MS,
+  readState,
+  type SessionState,
+  uncommitted,
+  updateState,
+} from "./state.ts";
 import { recordRun } from "./ledger.ts";
 import { clientFor, type HookContext, otherSession, sessionDestination } from "./context.ts";
 
@@ -32,9 +39,9 @@ const idleOf = async (ctx: HookContext): Promise<Idle> => ({
 type Waiting = { file: string; dueAt: number; state: SessionState };
 
 /**
- * When `s`'s uncommitted captures are due (pure): idle `idleMs` after its last capture; now when that is ahead
- * of the clock (set back: the idle time is unknown). With a `destination`, never for a session whose captures
- * went elsewhere (another server, identity or key); `undefined`: wherever they went (what `status` shows).
+ * When `s`'s uncommitted captures are due (pure): idle `idleMs` after its last capture there; now when that is
+ * ahead of the clock (set back: the idle time is unknown). With a `destination`, only the captures that went
+ * there (server, identity and key); `undefined`: wherever they went (what `status` and a purge see), the first due.
  */
 export function dueAt(
   s: SessionState,
@@ -42,9 +49,9 @@ export function dueAt(
   destination: string | undefined,
   now = Date.now(),
 ): number | undefined {
-  if (s.capturedSinceCommit <= 0 || !s.ovSession) return undefined;
-  if (destination !== undefined && s.destination !== destination) return undefined;
-  const last = s.lastCaptureAt ?? now;
+  const parts = uncommitted(s).filter((u) => destination === undefined || u.destination === destination);
+  if (!parts.length || !s.ovSession) return undefined;
+  const last = Math.min(...parts.map((u) => u.at ?? now));
   return last > now ? now : last + idleMs;
 }
 
@@ -85,8 +92,10 @@ type IdleCommit = "done" | "not-due" | "failed" | "busy" | "unsettled";
  */
 async function commitIfIdle(ctx: HookContext, file: string, idle: Idle, budget: Budget): Promise<IdleCommit> {
   const at = Date.now();
-  const { inflight, ovSession, lastCaptureAt } = await readState(file);
-  const settle = inflight?.keys.length && ovSession;
+  const { inflight, ovSession, lastCaptureAt, destination } = await readState(file);
+  // An intent is its own destination's (captures owed to this one are committed whatever another's does).
+  const ours = (s: SessionState) => s.destination === idle.destination;
+  const settle = inflight?.keys.length && ovSession && destination === idle.destination;
   let gone = false;
   if (settle) {
     // A Stop's capture that never commits: the commit is this one's, in the ledger.
@@ -99,8 +108,8 @@ async function commitIfIdle(ctx: HookContext, file: string, idle: Idle, budget: 
   const res = await updateState<IdleCommit>({ file, lock: `${file}.lock` }, async (s) => {
     const due = dueAt(settle ? { ...s, lastCaptureAt } : s, idle.ms, idle.destination); // settling is no turn
     if (due === undefined || due > Date.now() || !s.ovSession) return { value: "not-due" };
-    if (s.inflight?.keys.length && !gone) return { value: "unsettled" };
-    const { state, outcome } = await commitCaptured(clientFor(ctx), s.ovSession, s, {
+    if (s.inflight?.keys.length && ours(s) && !gone) return { value: "unsettled" };
+    const { state, outcome } = await commitCaptured(clientFor(ctx), s.ovSession, s, idle.destination!, {
       budget,
       pendingDir: ctx.pendingDir,
     });
@@ -109,8 +118,11 @@ async function commitIfIdle(ctx: HookContext, file: string, idle: Idle, budget: 
     const taskId = outcome.kind === "committed" ? outcome.taskId : undefined;
     const result = { outcome: "captured", data: { commit: outcome.kind, taskId } };
     await recordRun(otherSession(ctx, file, s.ovSession), result, at, "idle");
-    return { state: { ...state, inflight: undefined }, value: "done" };
-  }, { waitMs: 0, durable: true }).catch(() => ({ acquired: true as const, value: "failed" as const }));
+    return { state: ours(s) ? { ...state, inflight: undefined } : state, value: "done" };
+  }, { waitMs: 0, durable: true, makeDir: false }).catch(() => ({
+    acquired: true as const,
+    value: "failed" as const,
+  }));
   return res.acquired ? res.value : "busy";
 }
 
@@ -169,7 +181,7 @@ export async function watchIdleSessions(ctx: HookContext): Promise<void> {
         if (did === "failed" || did === "unsettled") failed.add(next.file);
         if (did === "busy") await new Promise((r) => setTimeout(r, BUSY_RETRY_MS));
       }
-    }, { waitMs: 0 }).catch(() => ({ acquired: false as const }));
+    }, { waitMs: 0, makeDir: false }).catch(() => ({ acquired: false as const })); // purged: not made again
     // Held by another watch of this destination (one lock each: a watch commits only its own): it has this
     // session. Else a Stop may have found this one's lock held just before it was let go: it looks once more.
     if (!held.acquired || Date.now() >= end || !(await pending()).length) return;

@@ -20,7 +20,8 @@ import {
 } from "../lib/fs.ts";
 import { stillAtPath } from "../lib/lock.ts";
 import { cutText } from "../lib/neutralize.ts";
-import { type Env, hookStateDir, joinPath, ledgerDir, orNoHome, safeId } from "../lib/paths.ts";
+import { dirName, type Env, hookStateDir, joinPath, ledgerDir, orNoHome, safeId } from "../lib/paths.ts";
+import { hasTrait } from "../kimi/hooks.ts";
 import { type HookContext, type HookResult, SESSION_PREFIX } from "./context.ts";
 import { ShownSchema } from "./memory.ts";
 
@@ -319,7 +320,10 @@ export async function recordRun(
 ): Promise<void> {
   const entry = ledgerEntryOf({ event }, result, { startedAt, now: Date.now() });
   const dir = orNoHome(() => ledgerDir(ctx.env));
-  if (!dir) return;
+  // A capture's state directory gone since (its run made it): a purge ran meanwhile, nothing more is written.
+  const captures = hasTrait(ctx.event, "captures") && ctx.config.autoCapture && ctx.capturePaths;
+  const state = captures && dirName(captures.file);
+  if (!dir || state && !await Deno.stat(state).then(() => true, () => false)) return;
   const backlog = !result.data?.backlog ||
     await recordReplay(ctx.env, ctx.config, result.data.backlog, startedAt);
   const name = entry?.kind === "replay" ? REPLAY_FILE : ctx.hostSessionId && await safeId(ctx.hostSessionId);

@@ -3,13 +3,19 @@
 import * as z from "zod/mini";
 import { CauseSchema } from "../openviking/advice.ts";
 import { isNotFound, parseJsonOrUndefined, readTextIfExists, settled, writeFileAtomic } from "../lib/fs.ts";
-import { joinPath, safeId } from "../lib/paths.ts";
+import { dirName, joinPath, safeId } from "../lib/paths.ts";
 import { type LockOptions, type LockResult, withLock } from "../lib/lock.ts";
 import { RecallSchema } from "./recall.ts";
 import { ReadCursorSchema } from "../kimi/journal/turns.ts";
 import { isRecord, tolerant } from "../lib/parsed.ts";
 import type { Budget, OpenVikingClient } from "../openviking/client.ts";
-import { commitSession, hasUnsent, type SessionQueue } from "../openviking/queue.ts";
+import {
+  commitSession,
+  type Destination,
+  DestinationSchema,
+  hasUnsent,
+  type SessionQueue,
+} from "../openviking/queue.ts";
 
 /** A field read as `fallback` when missing or of another shape (`tolerant`: as absent). */
 const or = <T extends z.ZodMiniType>(schema: T, fallback: z.output<T>) => z.catch(schema, fallback);
@@ -54,6 +60,19 @@ export const SessionStateSchema = z.object({
   ovSession: tolerant(z.string()),
   /** Where its captures went: a digest of server, identity and key (`sessionDestination`); idle commits use it. */
   destination: tolerant(z.string()),
+  /** That destination's server and identity (never the key): where a purge queues its commit. */
+  to: tolerant(DestinationSchema),
+  /** Captures left uncommitted at destinations the session's captures went to before: each one's to commit. */
+  owed: or(
+    z.array(z.object({
+      destination: z.string(),
+      to: z.optional(DestinationSchema),
+      captured: z.int().check(z.positive()),
+      lastAckedKey: z.optional(z.string()),
+      at: z.number(),
+    })),
+    [],
+  ),
   lastAckedKey: tolerant(z.string()),
   lastCapture: tolerant(z.object({
     at: z.number(),
@@ -135,7 +154,10 @@ export async function writeState(file: string, state: SessionState, durable = fa
 
 export type SaveState = (state: SessionState) => Promise<void>;
 
-/** Read-modify-write under the session's lock: `update` gets the state and a `save`, returns the new state and a value. */
+/**
+ * Read-modify-write under the session's lock: `update` gets the state and a `save`, returns the new state and a
+ * value. A save after the state's directory went (a purge meanwhile) throws instead of making it again.
+ */
 export async function updateState<T>(
   paths: StatePaths,
   update: (state: SessionState, save: SaveState) => Promise<{ state?: SessionState; value: T }>,
@@ -143,7 +165,12 @@ export async function updateState<T>(
 ): Promise<LockResult<T>> {
   const durable = options.durable ?? false;
   return await withLock(paths.lock, async () => {
-    const save: SaveState = (state) => writeState(paths.file, state, durable);
+    const save: SaveState = async (state) => {
+      if (!await Deno.stat(dirName(paths.file)).then(() => true, () => false)) {
+        throw new Error(`${dirName(paths.file)} was deleted (uninstall --purge): nothing more is kept`);
+      }
+      await writeState(paths.file, state, durable);
+    };
     const { state, value } = await update(await loadState(paths.file, durable), save);
     if (state) await save(state);
     return value;
@@ -153,22 +180,71 @@ export async function updateState<T>(
 /** Below this much budget no request is sent: a commit is queued. */
 export const MIN_COMMIT_MS = 250;
 
+/** One destination's captures a session has not committed: its own (`destination` none: before they were kept). */
+export type Uncommitted = Omit<SessionState["owed"][number], "destination" | "at"> & {
+  destination?: string;
+  at?: number;
+};
+
+/** `s`'s uncommitted captures per destination: its own destination's first, then those it owes others. */
+export const uncommitted = (s: SessionState): Uncommitted[] => [
+  ...(s.capturedSinceCommit > 0
+    ? [{
+      destination: s.destination,
+      to: s.to,
+      captured: s.capturedSinceCommit,
+      lastAckedKey: s.lastAckedKey,
+      at: s.lastCaptureAt,
+    }]
+    : []),
+  ...s.owed,
+];
+
+/** Whether captures `u` are `here`'s to commit (none kept: whoever's they are). */
+export const isFor = (u: Uncommitted, here: string) => u.destination === undefined || u.destination === here;
+
 /**
- * Commits what session `sid` (state `s`) captured since its last commit; the caller holds its lock. Named by
- * the session and the last message it covers (queued commits never merge); queued, not sent, behind the
- * session's unsent writes or with too little budget left. Sent, queued or refused (kept apart), the count is
- * reset; failed, the state is kept.
+ * `s` turned to destination `here` (`to`) at a capture's start: another destination's uncommitted captures
+ * are owed to it, kept for a run of its own (with its own key) to commit; what `s` owed `here` is its own again.
+ */
+export function capturingFor(s: SessionState, here: string, to: Destination): SessionState {
+  const all = uncommitted(s);
+  const owed = all.filter((u) => !isFor(u, here)).map((u) => ({
+    ...u,
+    destination: u.destination!,
+    at: u.at ?? Date.now(),
+  }));
+  const captured = all.filter((u) => isFor(u, here)).reduce((n, u) => n + u.captured, 0);
+  return { ...s, destination: here, to, capturedSinceCommit: captured, owed };
+}
+
+/**
+ * Commits what session `sid` (state `s`) captured for destination `here` (`client`'s) since its last commit
+ * there; the caller holds its lock. Named by the session and the last message it covers (queued commits never
+ * merge); queued, not sent, behind the session's unsent writes or with too little budget left. Sent, queued
+ * or refused (kept apart), that count goes; failed, or nothing `here`'s, the state is kept.
  */
 export async function commitCaptured(
   client: OpenVikingClient,
   sid: string,
   s: SessionState,
+  here: string,
   options: { budget: Budget; pendingDir: string; queue?: SessionQueue },
 ): Promise<{ state: SessionState; outcome: Awaited<ReturnType<typeof commitSession>> }> {
   const { budget, pendingDir, queue } = options;
+  const part = uncommitted(s).find((u) => isFor(u, here));
+  if (!part) return { state: s, outcome: { kind: "failed", message: "nothing here waits for a commit" } };
   const queueOnly = budget.remaining() < MIN_COMMIT_MS || await hasUnsent(pendingDir, sid);
-  const key = `${sid}:${s.lastAckedKey ?? "none"}`;
+  const key = commitKey(sid, part);
   const outcome = await commitSession(client, sid, { budget, pendingDir, key, queueOnly, queue });
-  const state = outcome.kind === "failed" ? s : { ...s, capturedSinceCommit: 0 };
-  return { state, outcome };
+  return { state: outcome.kind === "failed" ? s : committed(s, part), outcome };
+}
+
+/** The name of the commit of captures `u` of session `sid`: the session and the last message it covers. */
+export const commitKey = (sid: string, u: Uncommitted): string => `${sid}:${u.lastAckedKey ?? "none"}`;
+
+/** `s` once captures `part` (one of `uncommitted(s)`) are committed, or their commit queued or kept. */
+export function committed(s: SessionState, part: Uncommitted): SessionState {
+  const owed = s.owed.filter((u) => u !== part);
+  return owed.length === s.owed.length ? { ...s, capturedSinceCommit: 0 } : { ...s, owed };
 }

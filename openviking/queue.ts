@@ -35,8 +35,8 @@ const MessageSchema = z.object({
 export type MessagePayload = z.infer<typeof MessageSchema>;
 
 /** Where a write is meant to go: the server's base URL and the identity (never the key). */
-const DestinationSchema = z.object({ url: z.string(), account: z.string(), user: z.string() });
-type Destination = z.infer<typeof DestinationSchema>;
+export const DestinationSchema = z.object({ url: z.string(), account: z.string(), user: z.string() });
+export type Destination = z.infer<typeof DestinationSchema>;
 
 /** The destination of a client's writes: its base URL without userinfo or trailing slash, account, user. */
 export function destinationOf(o: { baseUrl: string; account?: string; user?: string }): Destination {

@@ -218,3 +218,24 @@ Deno.test("the watch ends within a second or two of its directory going (a purge
   assert(Date.now() - gone < 3000, `it ended ${Date.now() - gone} ms after`);
   assertEquals(s.committed(A), 0, "it committed nothing after the purge");
 });
+
+Deno.test("a session captured on one server and ended on another: each server commits only what it was sent, with its own key", async () => {
+  await using s = await sandbox("balanced", "1");
+  await using other = await FakeOpenViking.start();
+  const [keyA, keyB] = [{ OPENVIKING_API_KEY: "key-of-a" }, { OPENVIKING_API_KEY: "key-of-b" }];
+  await s.stop(A, "a short question on the first server", false, keyA);
+  const was = (await readState(`${s.stateDir}/${A}.json`)).capturedSinceCommit;
+  assertEquals([s.committed(A), was > 0], [0, true], "under balanced a short turn waits");
+  // The user moves to the other server: one turn there, then the session ends there.
+  await s.say("one more question, on the second server", "done", A);
+  const there = { OPENVIKING_URL: other.url, ...keyB, [WORKER_ENV]: "1" };
+  assertEquals(await s.runAs(A, "session-end", {}, there), "");
+  assertEquals(other.sessions.get(ov(A))?.commits, 1, "the second server commits its own turn");
+  assertEquals(other.messages(ov(A)).map((m) => m.content)[0], "one more question, on the second server");
+  assertEquals(s.committed(A), 0, "the first server's captures wait for a run of its own");
+  // The first server's own watch (a Stop of another session there) commits what it holds.
+  await s.stop(B, "a question on the first server again", true, keyA);
+  assertEquals(s.committed(A), 1, "the first server's captures are committed there");
+  const auth = (f: FakeOpenViking) => new Set(f.requests.map((r) => r.headers.authorization).filter(Boolean));
+  assertEquals([[...auth(s.fake)], [...auth(other)]], [["Bearer key-of-a"], ["Bearer key-of-b"]]);
+});

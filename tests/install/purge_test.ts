@@ -12,11 +12,19 @@ import {
   assertTrue,
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { closedAddress, exists, fakeCompiled, installSandbox } from "./helpers.ts";
+import { acceptingFetch, closedAddress, exists, fakeCompiled, installSandbox } from "./helpers.ts";
+import { withLock } from "../../lib/lock.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
 import { SessionQueue } from "../../openviking/queue.ts";
 import { sessionDestination } from "../../memory/context.ts";
 import { appendLedger } from "../../memory/ledger.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { runIn } from "../cli/in-process.ts";
+import { textColumns } from "../../lib/columns.ts";
+import { commandName } from "../../lib/self.ts";
+import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
+import { JournalBuilder } from "../support/journal.ts";
+import { WORKER_ENV } from "../../kimi/detach.ts";
 
 Deno.test("uninstall --purge deletes the config.toml.bak install made, byte-identical to config.toml, in each home", async () => {
   await using dir = await tempDir();
@@ -240,47 +248,153 @@ Deno.test("uninstall --purge against a server that never answers queues every wa
   assertTrue(await entries("kimicode-rejected") > 0, said);
 });
 
-Deno.test("uninstall --purge keeps the state of captures it cannot commit (another server's, a send cut off), unless --yes", async () => {
-  for (
-    const [stuck, why, url] of [
-      [
-        { destination: "0".repeat(32) },
-        /identity: install again for it \(`\S+ install --url http:\/\/old:1933`\)/,
-        "http://old:1933",
-      ],
-      // This server and identity, another key (install was given a new one): the key is what to give again.
-      [
-        { destination: "0".repeat(32) },
-        /identity: the API key saved now is not the one they were captured with: give that one to install \(`\S+ install --url http:\/\/127\.0\.0\.1:9 --api-key-stdin`\)/,
-        "http://127.0.0.1:9",
-      ],
-      [
-        { inflight: { keys: ["k3"], at: 1 } },
-        /committed, a capture of it was cut off mid-send/,
-        "http://old:1933",
-      ],
-    ] as const
-  ) {
-    await using dir = await tempDir();
-    const posts: string[] = [];
-    const fetcher: typeof fetch = (input) => {
-      posts.push(new URL(String(input)).pathname);
-      return Promise.resolve(Response.json({ status: "ok", result: { task_id: "t1" } }));
-    };
-    const { t, ctx, watchDir } = await purgeSandbox(dir.path, 2, fetcher);
-    const file = `${watchDir}/kc-s1.json`;
-    const was = JSON.parse(await Deno.readTextFile(file));
-    await Deno.writeTextFile(file, JSON.stringify({ ...was, ...stuck }));
-    const origin = { url, who: "" };
-    const turn = { at: 1, ms: 0, event: "stop", turns: 1, sent: 1, queued: 0, rejected: 0 } as const;
-    await appendLedger(`${t.ov}/ledger/kimicode`, "kc-s1", { kind: "capture", ...turn, commit: "", origin });
-    posts.length = 0;
-    await t.run(runUninstall, { purge: true }, ctx, 1);
-    assertMatch(t.all(), why);
-    assertStringIncludes(t.all(), "kc-s1 holds 2 captured message(s) OpenViking has not committed");
-    assertStringIncludes(t.all(), "uninstall --purge --yes");
-    assertTrue(await exists(file), "its state stays");
-    await t.run(runUninstall, { purge: true, yes: true }, ctx);
-    assertEquals([posts.filter((p) => p.endsWith("/commit")), await exists(file)], [[], false]);
+Deno.test("uninstall --purge queues another server's uncommitted captures for that server; the command it prints delivers them there", async () => {
+  await using dir = await tempDir();
+  await using old = await FakeOpenViking.start();
+  const posts: string[] = [];
+  const fetcher: typeof fetch = (input) => {
+    posts.push(new URL(String(input)).pathname);
+    return Promise.resolve(Response.json({ status: "ok", result: { task_id: "t1" } }));
+  };
+  const { t, ctx, watchDir } = await purgeSandbox(dir.path, 2, fetcher);
+  const was = JSON.parse(await Deno.readTextFile(`${watchDir}/kc-s1.json`));
+  // kc-s1 was captured for the old server, its server and identity kept; kc-s2 by an older version: only its
+  // ledger says where its captures went.
+  const to = { url: old.url, account: "", user: "" };
+  await Deno.writeTextFile(
+    `${watchDir}/kc-s1.json`,
+    JSON.stringify({ ...was, destination: "0".repeat(32), to }),
+  );
+  await Deno.writeTextFile(
+    `${watchDir}/kc-s2.json`,
+    JSON.stringify({ ...was, ovSession: "kc-s2", destination: "1".repeat(32) }),
+  );
+  const turn = { at: 1, ms: 0, event: "stop", turns: 1, sent: 1, queued: 0, rejected: 0 } as const;
+  const origin = { url: old.url, who: "" };
+  await appendLedger(`${t.ov}/ledger/kimicode`, "kc-s2", { kind: "capture", ...turn, commit: "", origin });
+  for (const sid of ["kc-s1", "kc-s2"]) {
+    const body = JSON.stringify({ role: "user", content: `what ${sid} said` });
+    const headers = { "content-type": "application/json" };
+    await (await fetch(`${old.url}/api/v1/sessions/${sid}/messages`, { method: "POST", body, headers })).body
+      ?.cancel();
   }
+  posts.length = 0;
+  const said = await t.run(runUninstall, { purge: true }, ctx);
+  assertEquals(posts, [], "nothing went to the server configured now");
+  assertNotMatch(said, /install --url|--api-key/);
+  for (const line of said.split("\n").filter((l) => l.includes("kc-s") || l.includes("replay"))) {
+    assertTrue(textColumns(line) <= 80 || !/\S \S/.test(line.trim()), `too wide: ${line}`);
+  }
+  // What it prints, run as printed: install again, then the replay for the old server.
+  const flat = said.replace(/\n\s+/g, " ");
+  assertStringIncludes(flat, "the commit of kc-s1 (2 message(s)), kc-s2 (2 message(s))");
+  assertStringIncludes(flat, "install again, then they are sent only there: run");
+  const printed = /`((?:[A-Z_]+=\S+ )+)(.+?) replay`/.exec(flat);
+  assertTrue(printed, flat);
+  assertEquals(printed[2], commandName(ctx.env), "this program, run as the user runs it");
+  const vars = Object.fromEntries(printed[1].trim().split(" ").map((v) => v.split("=", 2)));
+  assertEquals(vars, { OPENVIKING_URL: old.url });
+  await t.run(runInstall, {}, ctx);
+  const replay = await runIn({ ...ctx.env as Record<string, string>, ...vars }, ["replay"]);
+  assertEquals(replay.code, 0, replay.stdout + replay.stderr);
+  assertEquals([old.sessions.get("kc-s1")?.commits, old.sessions.get("kc-s2")?.commits], [1, 1]);
+});
+
+Deno.test("uninstall --purge keeps the state of a capture cut off mid-send, in a line per session and the command that drops it", async () => {
+  await using dir = await tempDir();
+  const posts: string[] = [];
+  const fetcher: typeof fetch = (input) => {
+    posts.push(new URL(String(input)).pathname);
+    return Promise.resolve(Response.json({ status: "ok", result: { task_id: "t1" } }));
+  };
+  const { t, ctx, watchDir } = await purgeSandbox(dir.path, 2, fetcher);
+  const was = JSON.parse(await Deno.readTextFile(`${watchDir}/kc-s1.json`));
+  for (const sid of ["kc-s1", "kc-s2", "kc-s3"]) {
+    const cut = { ...was, ovSession: sid, inflight: { keys: ["k3"], at: 1 } };
+    await Deno.writeTextFile(`${watchDir}/${sid}.json`, JSON.stringify(cut));
+  }
+  posts.length = 0;
+  const out = await t.run(runUninstall, { purge: true }, ctx, 1);
+  const lines = out.split("\n");
+  const cmd = commandName(ctx.env);
+  for (const line of lines) {
+    assertTrue(textColumns(line) <= 80 || line.startsWith(`    ${cmd} `), `too wide: ${line}`);
+  }
+  assertEquals(lines.filter((l) => /kc-s\d/.test(l)).length, 3, "one line per session");
+  assertMatch(out, /kc-s1: 2 message\(s\), cut off mid-send/);
+  assertNotMatch(out, /install --url|--api-key/);
+  assertTrue(await exists(`${watchDir}/kc-s1.json`), "its state stays");
+  // The command it prints to drop them, as printed.
+  assertEquals(lines.filter((l) => l.startsWith("    ")), [
+    `    ${cmd} uninstall --purge`,
+    `    ${cmd} uninstall --purge --yes`,
+  ]);
+  await t.run(runUninstall, { purge: true, yes: true }, ctx);
+  assertEquals([posts.filter((p) => p.endsWith("/commit")), await exists(`${watchDir}/kc-s1.json`)], [
+    [],
+    false,
+  ]);
+});
+
+Deno.test({
+  name:
+    "uninstall --purge while a detached capture waits on a hung server waits for it: nothing the capture writes comes back after the purge",
+  ignore: Deno.build.os !== "linux",
+  async fn() {
+    await using dir = await tempDir();
+    await using fake = await FakeOpenViking.start();
+    const t = await installSandbox(dir.path, { OPENVIKING_URL: fake.url });
+    const ctx = t.ctx(await fakeCompiled(dir.path));
+    await t.run(runInstall, {}, ctx);
+    const env = sandboxEnv(t.home, fake.url, {
+      ...{ OPENVIKING_CAPTURE_WAIT_MS: "0", OPENVIKING_COMMIT_POLICY: "balanced" },
+      ...{ OPENVIKING_TIMEOUT_MS: "2000", OPENVIKING_IDLE_COMMIT_SECONDS: "1", [WORKER_ENV]: "1" },
+    });
+    const session = "session_7c0a1f5e-2b1d-4c3e-8f00-00000000f5f5";
+    await placeJournal(
+      t.home,
+      session,
+      new JournalBuilder().simpleTurn("a question", "an answer").toString(),
+    );
+    const payload = (event: string) =>
+      JSON.stringify({ hook_event_name: event, session_id: session, cwd: t.home });
+    const prompt = JSON.parse(payload("UserPromptSubmit"));
+    await hookIn("user-prompt-submit", { env, stdin: JSON.stringify({ ...prompt, prompt: "a question" }) });
+    fake.fault({ route: "POST /api/v1/sessions/:id/*", delayMs: 4000 }); // hangs past the client's timeout
+    const worker = hookIn("stop", { env, stdin: payload("Stop") });
+    const lock = `${t.ov}/hook-state/kimicode/${session}.json.lock`;
+    for (let i = 0; i < 200 && !await exists(lock); i++) await new Promise((r) => setTimeout(r, 25));
+    assertTrue(await exists(lock), "the capture holds its session's lock, waiting on the server");
+    const said = await t.run(runUninstall, { purge: true }, ctx);
+    await worker; // its capture, its ledger line, its idle watch: all done
+    await new Promise((r) => setTimeout(r, 1500));
+    for (const gone of ["hook-state/kimicode", "ledger/kimicode"]) {
+      assertEquals(await exists(`${t.ov}/${gone}`), false, `${gone} came back after:\n${said}`);
+    }
+    // What the capture queued (the server never answered) is where the purge says, with its commit.
+    const queued = `${t.ov}/pending/kimicode`;
+    assertTrue(await exists(queued), said);
+    assertStringIncludes(said.replace(/\n\s+/g, " "), `in ${queued}`);
+  },
+});
+
+Deno.test("uninstall --purge whose running capture is cut off mid-send while it waits changes nothing, and says to run it again", async () => {
+  await using dir = await tempDir();
+  const { t, ctx, watchDir } = await purgeSandbox(dir.path, 2, acceptingFetch);
+  const file = `${watchDir}/kc-s1.json`;
+  const was = JSON.parse(await Deno.readTextFile(file));
+  let purge: Promise<string> | undefined;
+  await withLock(`${file}.lock`, async () => {
+    purge = t.run(runUninstall, { purge: true }, ctx, 1); // waits for this "capture"
+    await new Promise((r) => setTimeout(r, 300));
+    await Deno.writeTextFile(file, JSON.stringify({ ...was, inflight: { keys: ["k3"], at: 1 } }));
+  });
+  const said = await purge!;
+  assertStringIncludes(said, "kc-s1: 2 message(s) not committed, cut off mid-send meanwhile: run");
+  assertTrue(await exists(file), "its state stays");
+  assertMatch(said, /nothing was changed/);
+  assertTrue(
+    await exists(`${t.kimi}/config.toml`) && (await Deno.readTextFile(`${t.kimi}/config.toml`)) !== "",
+    said,
+  );
 });
