@@ -2,9 +2,10 @@
  * A file size limit (`ulimit -f`) under the hooks. A write past it raises SIGXFSZ, whose default action kills
  * the process; Deno writes its own caches (SQLite files in DENO_DIR) before our code runs, so no listener of
  * ours can stop that. The installed copy's launcher ignores the signal before it execs Deno: every write past
- * the limit then fails with EFBIG, which Deno's caches and our files handle like a full disk. Run as Kimi runs
- * a plugin's hooks: the registered command through `sh -c`, the limit set in that shell, the copy's cache
- * fresh at first.
+ * the limit then fails with EFBIG, which Deno's caches and our files handle like a full disk. A capture whose
+ * small intent fits but whose bigger record does not keeps that intent on disk, so its turns are not sent
+ * again. Run as Kimi runs a plugin's hooks: the registered command through `sh -c`, the limit set in that
+ * shell, the copy's cache fresh at first.
  */
 
 import { assertEquals } from "../support/assert.ts";
@@ -38,7 +39,7 @@ Deno.test({
       PATH: "/usr/bin:/bin",
       KIMI_PLUGIN_ROOT: t.plugin,
     };
-    /** Runs `event`'s registered command as Kimi does, under `ulimit -f <limit>` (512-byte blocks). */
+    /** Runs `event`'s registered command as Kimi does, under `ulimit -f <limit>` (blocks of 512 B in dash). */
     const hook = async (event: string, limit: string, extra: Record<string, string> = {}) => {
       const r = await runProcess("/bin/sh", ["-c", `ulimit -f ${limit}; ${command(event)}`], {
         cwd: t.plugin,
