@@ -661,6 +661,9 @@ entry=${COPY_FILES.main}
 if [ "$1" = hook ] && [ "$#" -eq 2 ]; then case $2 in -*) ;; *) entry=${COPY_FILES.hook} ;; esac; fi
 if [ -n "$deno" ] && [ -f "$dir/$entry" ]; then
   umask 077
+  # A file size limit (ulimit -f) reached: EFBIG, as on a full disk, not a kill (Deno's caches are written
+  # before our code runs); an ignored signal stays ignored across exec.
+  trap '' XFSZ
   DENO_DIR="$dir/${COPY_FILES.denoDir}" exec "$deno" run ${run} "$dir/$entry" "$@"
 fi
 # No Deno, or the copy's code is gone: a hook stays silent (Kimi must never break); the rest say why.

@@ -336,19 +336,24 @@ function noteSent(report: CaptureReport, sent: SendReport): void {
   if (sent.stoppedBy) report.cause = { kind: "local", status: 0, message: sent.stoppedBy.message };
 }
 
-/** Sends one step, recording the intent before and the progress after each request. */
+/** Sends one step, recording the intent before and the progress after each request; `recorded`: the last saved. */
 async function sendStep(
   run: Run,
   base: SessionState,
   plan: Plan,
   queue: { queueOnly: boolean; queue?: SessionQueue },
-): Promise<SendReport> {
-  return await sendMessages(run.client, run.ctx.ovSessionId, plan.toSend.map((x) => x.payload), {
+): Promise<SendReport & { recorded?: SessionState }> {
+  let recorded: SessionState | undefined;
+  const save = async (state: SessionState) => {
+    await run.save(state);
+    recorded = state;
+  };
+  const sent = await sendMessages(run.client, run.ctx.ovSessionId, plan.toSend.map((x) => x.payload), {
     budget: run.mode.budget,
     pendingDir: run.ctx.pendingDir,
     ...queue,
     beforeRequest: async (from, to, askFrom) =>
-      await run.save({
+      await save({
         ...(from > 0 ? await stateAfter(run, base, plan, from) : base),
         inflight: {
           keys: plan.toSend.slice(from, to).map((x) => x.key),
@@ -356,8 +361,9 @@ async function sendStep(
           askFrom: askFrom ?? Date.now() + 2 * run.client.options.timeoutMs,
         },
       }),
-    onAcked: async (acked) => await run.save(await stateAfter(run, base, plan, acked)),
+    onAcked: async (acked) => await save(await stateAfter(run, base, plan, acked)),
   });
+  return { ...sent, recorded };
 }
 
 /** Plans, sends and records steps while time is left; `stopped`: something unsettled. */
@@ -379,7 +385,9 @@ async function sendSteps(
     noteSent(run.report, sent);
     for (const c of plan.toSend.slice(0, sent.acked)) run.captured.add(c.turnIndex);
     run.report.turns = run.captured.size;
-    if (sent.stoppedBy) return { state, stopped: true, queueOnly };
+    // A save failed: go on from what is on disk, so a smaller write that still fits (`ulimit -f`) never erases
+    // the intent of a request that went out (its messages would be sent again).
+    if (sent.stoppedBy) return { state: sent.recorded ?? state, stopped: true, queueOnly };
     if (sent.queued > 0) queueOnly = true;
     state = await stateAfter(run, state, plan, sent.acked);
     if (sent.acked < plan.toSend.length) return { state, stopped: true, queueOnly };
