@@ -321,7 +321,7 @@ export const KNOBS = {
   captureWaitMs: knob("OPENVIKING_CAPTURE_WAIT_MS", numKnob(0, 600_000), 10_000, LOWER),
   profileTokenBudget: knob("OPENVIKING_PROFILE_TOKEN_BUDGET", numKnob(500, 100_000), 6000, LOWER),
   commitPolicy: knob("OPENVIKING_COMMIT_POLICY", enumKnob(COMMIT_POLICIES), "balanced", NEVER),
-  idleCommitSeconds: knob("OPENVIKING_IDLE_COMMIT_SECONDS", numKnob(1, 86_400), 300, NEVER),
+  idleCommitSeconds: knob("OPENVIKING_IDLE_COMMIT_SECONDS", numKnob(0.1, 86_400, false), 300, NEVER),
   captureMaxLength: knob("OPENVIKING_CAPTURE_MAX_LENGTH", numKnob(100, 10_000_000), 24_000, LOWER),
   redact: knob("OPENVIKING_REDACT", boolKnob, true, ON),
   writePathAsync: knob("OPENVIKING_WRITE_PATH_ASYNC", boolKnob, true, NEVER),

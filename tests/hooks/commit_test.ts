@@ -21,6 +21,8 @@ const B = "session_7c0a1f5e-2b1d-4c3e-8f00-0000000000b2";
 const ov = (s: string) => `kc-${s}`;
 /** Longer than the default idle commit time (300 s). */
 const LONG_IDLE_MS = 901_000;
+/** An idle commit time a watch waits out in a tenth of a second. */
+const SHORT_IDLE = "0.1";
 
 /** A world under `policy` (idle after `idle` seconds when given). */
 async function sandbox(policy: string, idle?: string) {
@@ -107,7 +109,7 @@ Deno.test("a session start commits another session left uncommitted since the id
 });
 
 Deno.test("balanced: the Stop worker leaves a short turn uncommitted, then its watch commits it once idle; every-turn: the Stop commits and no watch runs", async () => {
-  await using s = await sandbox("balanced", "1");
+  await using s = await sandbox("balanced", SHORT_IDLE);
   await s.stop(A, "a short question in a print-mode run");
   const [entry, idle] = await readLedger(`${s.home}/.openviking/ledger/kimicode`, A);
   assertEquals(entry?.kind === "capture" && entry.commit, "none", "the Stop itself did not commit");
@@ -117,14 +119,14 @@ Deno.test("balanced: the Stop worker leaves a short turn uncommitted, then its w
   assertEquals((await readState(`${s.stateDir}/${A}.json`)).capturedSinceCommit, 0);
   assert(!await exists(s.lock), "the watch ended: nothing waits");
 
-  await using e = await sandbox("every-turn", "1");
+  await using e = await sandbox("every-turn", SHORT_IDLE);
   await e.stop(A, "a question");
   assertEquals(e.committed(A), 1);
   assert(!await exists(e.lock));
 });
 
 Deno.test("one watch commits every idle session of the home, each once; a held watch is left to its holder", async () => {
-  await using s = await sandbox("session-end", "1");
+  await using s = await sandbox("session-end", SHORT_IDLE);
   await s.stop(A, "session A, captured without its worker", false);
   assertEquals(s.committed(A), 0);
   // Another watch holds the home: this worker leaves both sessions to it.
@@ -135,7 +137,7 @@ Deno.test("one watch commits every idle session of the home, each once; a held w
 });
 
 Deno.test("a server gone before the session is idle: the watch queues the commit and ends (nothing lost)", async () => {
-  await using s = await sandbox("balanced", "1");
+  await using s = await sandbox("balanced", SHORT_IDLE);
   s.fake.fault({ route: "POST /api/v1/sessions/:id/commit", status: 503 });
   await s.stop(A, "a question before the server goes");
   await s.fake.close();
@@ -169,7 +171,7 @@ Deno.test("a session captured for another server or key is left to its own: neve
 });
 
 Deno.test("a state dated ahead of the clock is due at once; a state file of gigabytes is not read: the home's watch goes on", async () => {
-  await using s = await sandbox("balanced", "1");
+  await using s = await sandbox("balanced", SHORT_IDLE);
   await s.stop(B, "session B", false);
   const file = `${s.stateDir}/${B}.json`;
   await writeState(file, { ...await readState(file), lastCaptureAt: Date.now() + 86_400_000 });
@@ -184,7 +186,7 @@ Deno.test("a state dated ahead of the clock is due at once; a state file of giga
 
 Deno.test("a session whose worker was killed mid-send (an unsettled intent) is settled before it is committed; one whose journal is gone, committed as the server holds it", async () => {
   for (const journalGone of [false, true]) {
-    await using s = await sandbox("session-end", "1");
+    await using s = await sandbox("session-end", SHORT_IDLE);
     // Session B as a Stop worker killed mid-send leaves it: turn two stored, its intent unsettled.
     const file = `${s.stateDir}/${B}.json`;
     await s.stop(B, "turn one", false);

@@ -7,6 +7,7 @@ import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { DEFAULT_ENTRY, FAKE_DIGEST_FIRST } from "../support/fake-openviking.ts";
 import { loadConfig } from "../../openviking/config.ts";
 import { messagesOf } from "../../cli/turns.ts";
+import { writeState } from "../../memory/state.ts";
 import { enqueueMessages, ourQueue } from "../support/queue.ts";
 import { type Condition, CONDITIONS, sandbox, SESSION } from "./world.ts";
 
@@ -184,7 +185,11 @@ Deno.test("hook session-start: a repeat within 2 s is ignored; resume keeps the 
   const at = (await s.promptState()).lastSessionStartAt;
   await start("startup");
   assertEquals((await s.promptState()).lastSessionStartAt, at, "repeat within 2 s ignored");
-  await new Promise((r) => setTimeout(r, 2100));
+  // 2.1 s later: the recorded start moved back, not waited for.
+  await writeState(s.stateFile(`${s.session}.prompt`), {
+    ...await s.promptState(),
+    lastSessionStartAt: at! - 2100,
+  });
   await start("startup");
   assertEquals((await s.promptState()).profileInjected, false);
 });
