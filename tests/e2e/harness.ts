@@ -21,6 +21,7 @@ import {
   type PrintOptions,
   type PrintResult,
   tryInstallKimi,
+  waitUntil,
 } from "../support/kimi.ts";
 import {
   type ChatMessage,
@@ -183,35 +184,12 @@ export class Gate {
     if (this.#hung) this.down();
     this.#hung = false;
     if (this.#listener) return;
-    const deadline = Date.now() + 5000;
-    for (;;) {
+    const listen = () => {
       try {
-        this.#serve(Deno.listen({ hostname: "127.0.0.1", port: this.port }));
-        return;
-      } catch (e) {
-        if (Date.now() > deadline) throw e;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    }
-  }
-}
-
-/** Polls `fn` until it returns a value that is not undefined; throws with `describe()` on timeout. */
-export async function poll<T>(
-  what: string,
-  fn: () => T | undefined | Promise<T | undefined>,
-  timeoutMs = 30_000,
-  describe?: () => unknown,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) {
-      const detail = describe ? `\nlast seen: ${JSON.stringify(await describe(), null, 1)}` : "";
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${detail}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
+        return Deno.listen({ hostname: "127.0.0.1", port: this.port });
+      } catch { /* the port is not free again yet */ }
+    };
+    this.#serve(await waitUntil(listen, 5000, `port ${this.port} to listen again`, 50));
   }
 }
 
@@ -406,7 +384,13 @@ export class Rig {
       const s = await this.captureState(sessionId);
       return s.lastCaptureEvent === event ? s : undefined;
     };
-    return poll(`the ${event} capture's state`, state, timeoutMs, () => this.captureState(sessionId));
+    return waitUntil(
+      state,
+      timeoutMs,
+      `the ${event} capture's state`,
+      100,
+      () => this.captureState(sessionId),
+    );
   }
 
   /** The `done` records of the hooks' debug log (one per hook run: event, outcome, durationMs, …). */
@@ -483,7 +467,7 @@ export function fakeMessages(fake: FakeOpenViking, ovSessionId: string): Msg[] {
 export function atFake(fake: FakeOpenViking, ovSessionId: string, n: number): Promise<Msg[]> {
   const held = () => fakeMessages(fake, ovSessionId);
   const enough = () => held().length >= n ? held() : undefined;
-  return poll(`${n} messages of ${ovSessionId} at the fake`, enough, 20_000, held);
+  return waitUntil(enough, 20_000, `${n} messages of ${ovSessionId} at the fake`, 100, held);
 }
 
 /**
@@ -503,16 +487,10 @@ export async function expectFakeSession(
   });
   const matches = () =>
     JSON.stringify(state()) === JSON.stringify({ messages: expected, commits }) || undefined;
-  await poll(
-    `the fake to hold ${expected.length} messages and ${commits} commits of ${ovSessionId}`,
-    matches,
-    timeoutMs,
-    state,
-  );
-  await poll("the fake to be idle for 500 ms", () => {
-    const last = fake.requests.at(-1)?.at ?? 0;
-    return Date.now() - last >= 500 ? true : undefined;
-  }, timeoutMs);
+  const what = `the fake to hold ${expected.length} messages and ${commits} commits of ${ovSessionId}`;
+  await waitUntil(matches, timeoutMs, what, 100, state);
+  const idle = () => Date.now() - (fake.requests.at(-1)?.at ?? 0) >= 500;
+  await waitUntil(idle, timeoutMs, "the fake to be idle for 500 ms");
   assertEquals(state(), { messages: expected, commits });
 }
 

@@ -2,7 +2,7 @@
 
 import { join } from "node:path";
 import { assertEquals, assertStringIncludes, assertTrue } from "../support/assert.ts";
-import { KIMI_VERSIONS, type KimiTui, tmuxAvailable } from "../support/kimi.ts";
+import { KIMI_VERSIONS, type KimiTui, tmuxAvailable, waitUntil } from "../support/kimi.ts";
 import { isCompaction, messageText } from "../support/model-server.ts";
 import {
   DEFAULT_ENTRY,
@@ -26,7 +26,6 @@ import {
   MCP_PREFIX,
   type Mode,
   type Msg,
-  poll,
   Rig,
   SLOW_TEXT,
   SYSTEM_PROMPT_TITLE,
@@ -125,7 +124,7 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
             await tui.waitFor("slow token 10", 30_000);
             await tui.interrupt();
             const indexed = () => rig.env.sessionIndex()[0];
-            sessionId = (await poll("the session in session_index.jsonl", indexed)).sessionId;
+            sessionId = (await waitUntil(indexed, 30_000, "the session in session_index.jsonl")).sessionId;
             ov = `kc-${sessionId}`;
             const [user, assistant] = await atFake(fake, ov, 2);
             assertEquals(user, ["0", "user", slowPrompt]);
@@ -136,10 +135,11 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
               `a strict prefix: ${partial}`,
             );
             assertStringIncludes(partial, "slow token 10");
-            const state = await poll("the interrupt capture's state", async () => {
+            const captured = async () => {
               const s = await rig.captureState(sessionId);
-              return s.lastCaptureEvent !== undefined ? s : undefined;
-            });
+              return s.lastCaptureEvent !== undefined && s;
+            };
+            const state = await waitUntil(captured, 30_000, "the interrupt capture's state");
             assertEquals(state.lastCaptureEvent, "interrupt");
             const run = (await rig.hookRuns()).find((r) => r.event === "interrupt");
             console.log(`  interrupt hook: ${run?.outcome} in ${run?.durationMs} ms, commit ${run?.commit}`);
@@ -207,8 +207,8 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
             shown + 1,
           );
           await quiet.submit(later);
-          const answered = async () => (await quiet.history()).split(`ACK: ${later}`).length > 2 || undefined;
-          await poll("the answer to the question asked again", answered);
+          const answered = async () => (await quiet.history()).split(`ACK: ${later}`).length > 2;
+          await waitUntil(answered, 30_000, "the answer to the question asked again");
           assertEquals(hookBlocks(await quiet.history()).length, shown + 1, "no hook output the second time");
           const reqs = rig.mainRequests().slice(before);
           const msgs = reqs.at(-1)!.body.messages;
@@ -296,18 +296,19 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
               const done = (await quiet.history()).split(COMMAND_DONE).length;
               await quiet.submit(command);
               let approved = false;
-              await poll(`the answer to ${command}`, async () => {
+              const answered = async () => {
                 if (!approved && (await quiet.screen()).includes("1. Approve once")) {
                   approved = true;
                   await quiet.keys("1");
                 }
-                return (await quiet.history()).split(COMMAND_DONE).length > done ? true : undefined;
-              });
+                return (await quiet.history()).split(COMMAND_DONE).length > done;
+              };
+              await waitUntil(answered, 30_000, `the answer to ${command}`);
             };
             await run("/openviking-memory:remember I prefer tabs over spaces, always");
             await run("/openviking-memory:recall indentation preference");
             await run(`/openviking-memory:forget ${VIKING_URI}`);
-            await poll("three tool calls at the fake's /mcp", () => calls().length >= seen + 3 || undefined);
+            await waitUntil(() => calls().length >= seen + 3, 30_000, "three tool calls at the fake's /mcp");
             assertEquals(calls().slice(seen), [
               {
                 name: "remember",

@@ -7,6 +7,7 @@
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { messageText } from "../support/model-server.ts";
 import { ourQueue } from "../support/queue.ts";
+import { waitUntil } from "../support/kimi.ts";
 import { KNOBS } from "../../openviking/config.ts";
 import {
   assertRecallBeforeEachPrompt,
@@ -16,7 +17,6 @@ import {
   leaks,
   modeOf,
   type Msg,
-  poll,
   type Rig,
   TOOL_COMMAND,
   TOOL_TURN_ANSWER,
@@ -178,8 +178,8 @@ export async function downAndBack(rig: Rig, surface: Surface): Promise<void> {
  * nothing reached the server after the `seen`-th request.
  */
 export async function expectQueuedTurn(rig: Rig, ov: string, turn: string, prompt: string, seen: number) {
-  const listed = async () => (await ourQueue(rig.pendingDir)).length === 3 || undefined;
-  await poll("3 queued writes", listed, 30_000, () => ourQueue(rig.pendingDir));
+  const listed = async () => (await ourQueue(rig.pendingDir)).length === 3;
+  await waitUntil(listed, 30_000, "3 queued writes", 100, () => ourQueue(rig.pendingDir));
   const queued = await ourQueue(rig.pendingDir);
   for (const q of queued) assertEquals(await modeOf(q.file), 0o600, `${q.file} is private`);
   assertEquals(await modeOf(rig.pendingDir), 0o700);

@@ -13,7 +13,7 @@ export interface McpReply {
   body: string;
 }
 
-/** OpenViking 0.5.2's MCP tool names, in its order (its `/mcp` tools/list; real_openviking_probe_test checks it). */
+/** OpenViking 0.5.2's MCP tool names, in its order (its `/mcp` tools/list; kimi_real_openviking_test checks it). */
 export const OPENVIKING_TOOLS = (
   "list_users list_groups get_acl set_acl privacy_tree privacy_resolve privacy_upsert find search read " +
   "download list tree remember write edit add_resource add_skill list_watches cancel_watch grep glob " +

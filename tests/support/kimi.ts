@@ -259,19 +259,24 @@ function parseSessionId(output: string): string | undefined {
   return output.match(/kimi (?:-r|-S|--session|--resume) (session_[0-9a-f-]+)/)?.[1];
 }
 
-/** Polls `fn` until it returns a truthy value or the timeout passes (then throws `what`). */
+/**
+ * The one poller of the tests: calls `fn` every `intervalMs` until it returns a truthy value, which it returns;
+ * after `timeoutMs` it throws, naming `what` and (when given) what `describe` says was seen last.
+ */
 export async function waitUntil<T>(
   fn: () => T | undefined | null | false | Promise<T | undefined | null | false>,
   timeoutMs: number,
   what = "condition",
   intervalMs = 100,
+  describe?: () => unknown,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  while (true) {
+  for (const deadline = Date.now() + timeoutMs;; await new Promise((r) => setTimeout(r, intervalMs))) {
     const v = await fn();
     if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
+    if (Date.now() > deadline) {
+      const seen = describe ? `\nlast seen: ${JSON.stringify(await describe(), null, 1)}` : "";
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${seen}`);
+    }
   }
 }
 
