@@ -426,45 +426,27 @@ async function probeEndpoints(t: Deno.TestContext, server: RealOpenViking): Prom
     const mine = "viking://~/memories";
     const missing = `/api/v1/content/read?uri=${encodeURIComponent(memoryUri)}.nope`;
     const invalid = "400 code=INVALID_ARGUMENT";
+    // deno-fmt-ignore: a table, a row a line
     await expectEdges(server, [
       ["an unknown session", "GET", fresh, undefined, "404 code=NOT_FOUND"],
       ["its commit", "POST", `${fresh}/commit`, {}, "404 code=NOT_FOUND verdict=rejected"],
       ["an archive not there (or not complete)", "GET", `${session}/archives/archive_009`, undefined, "404"],
       ["an unknown field on find", "POST", find, { query: "x", bogus: 1 }, `${invalid} type=extra_forbidden`],
       ["an unknown field on search", "POST", search, { query: "x", mode: "context", bogus: 1 }, "400"],
-      [
-        "… on a batch: taken",
-        "POST",
-        `${fresh}x/messages/batch`,
-        { messages: [{ ...x, a: 1 }], a: 1 },
-        "200",
-      ],
+      ["… on a batch: taken", "POST", `${fresh}x/messages/batch`, { messages: [{ ...x, a: 1 }], a: 1 }, "200"],
       ["… on a commit: taken", "POST", `${session}/commit`, { bogus: 1 }, "200"],
       ["a numeric turn_id", "POST", `${fresh}/messages`, { ...x, turn_id: 7 }, `${invalid} verdict=rejected`],
       ["a message without content", "POST", `${fresh}/messages`, { role: "user" }, "400"],
       ["a route the server lacks", "POST", `${fresh}/no-such-route`, {}, "* verdict=missing-route"],
       ["101 messages in a batch", "POST", `${fresh}/messages/batch`, { messages: many }, "400 type=too_long"],
       ["mode list with a purpose", "POST", search, { query: "x", mode: "list", purpose: "coding" }, "400"],
-      [
-        "mode context with a target",
-        "POST",
-        search,
-        { query: "x", mode: "context", target_uri: mine },
-        "400",
-      ],
+      ["mode context with a target", "POST", search, { query: "x", mode: "context", target_uri: mine }, "400"],
       ["recall with a mode", "POST", recall, { query: "x", mode: "context" }, "400"],
       ["a / in the session id", "POST", add("kc-a%2Fb"), x, "404"],
       ["a \\ in the session id", "POST", add("kc-a%5Cb"), x, "403 code=PERMISSION_DENIED"],
       ["a / in the actor peer", "POST", find, { query: "x" }, invalid, peer],
       ["session routes ignore the actor peer", "POST", add(sessionId), x, "200", peer],
-      [
-        "MCP without SSE",
-        "POST",
-        "/mcp",
-        { jsonrpc: "2.0", id: 4, method: "tools/list" },
-        "406 code=-32600",
-        json,
-      ],
+      ["MCP without SSE", "POST", "/mcp", { jsonrpc: "2.0", id: 4, method: "tools/list" }, "406 code=-32600", json],
       ["DELETE /mcp", "DELETE", "/mcp", undefined, "405"],
       ["a file not there", "GET", missing, undefined, "404 code=NOT_FOUND"],
     ]);
@@ -474,15 +456,13 @@ async function probeEndpoints(t: Deno.TestContext, server: RealOpenViking): Prom
     }
   });
 
-  if (server.mode === "dev") {
-    await t.step("dev mode takes the identity from X-OpenViking-Account/User, any key is root", async () => {
-      const who = { "X-OpenViking-Account": "acme", "X-OpenViking-User": "alice" };
-      const r = await call(server, "GET", "/api/v1/system/status", undefined, who);
-      assertEquals([r.status, obj(r.json.result).user], [200, "alice"], r.text);
-      const anyKey = await call(server, "GET", "/health", undefined, { Authorization: "Bearer x" });
-      assertEquals([anyKey.status, anyKey.json.role], [200, "root"]);
-    });
-  }
+  await t.step("dev mode takes the identity from X-OpenViking-Account/User, any key is root", async () => {
+    const who = { "X-OpenViking-Account": "acme", "X-OpenViking-User": "alice" };
+    const r = await call(server, "GET", "/api/v1/system/status", undefined, who);
+    assertEquals([r.status, obj(r.json.result).user], [200, "alice"], r.text);
+    const anyKey = await call(server, "GET", "/health", undefined, { Authorization: "Bearer x" });
+    assertEquals([anyKey.status, anyKey.json.role], [200, "root"]);
+  });
   log(`RSS after probe: ${await rssKiB(server.pid)} KiB`);
 }
 
@@ -1156,6 +1136,7 @@ Deno.test({
 
     await t.step("the fake answers this flow as the real server does", async () => {
       await using fake = await FakeOpenViking.start({ rootKey: root });
+      // deno-fmt-ignore: a table, a row a line
       const flow: [string, string, unknown?][] = [
         ["POST", "/api/v1/search/find", { query: "x", limit: 1 }],
         ["GET", "/api/v1/fs/ls?uri=viking%3A%2F%2Fuser%2F&simple=true&node_limit=1"],
@@ -1205,29 +1186,13 @@ Deno.test({
       const wrong = { Authorization: "Bearer wrong-key" };
       const sse = { ...wrong, Accept: "application/json, text/event-stream" };
       const invalid = "401 code=UNAUTHENTICATED verdict=auth message=Invalid API key";
+      // deno-fmt-ignore: a table, a row a line
       await expectEdges(server, [
         ["/health, a wrong key", "GET", "/health", undefined, "401", { Authorization: "Bearer nope" }],
         ["a wrong key", "GET", "/api/v1/system/status", undefined, invalid, wrong],
-        [
-          "no key",
-          "POST",
-          "/api/v1/search/find",
-          { query: "x" },
-          "401 message=Missing API Key when resolving identity.",
-          { Authorization: "" },
-        ],
-        [
-          "the root key reads no tenant data",
-          "POST",
-          "/api/v1/search/find",
-          { query: "x" },
-          "403 code=PERMISSION_DENIED",
-          { Authorization: `Bearer ${root}` },
-        ],
-        ["X-API-Key", "GET", "/api/v1/system/status", undefined, "200", {
-          Authorization: "",
-          "X-API-Key": server.apiKey!,
-        }],
+        ["no key", "POST", "/api/v1/search/find", { query: "x" }, "401 message=Missing API Key when resolving identity.", { Authorization: "" }],
+        ["the root key reads no tenant data", "POST", "/api/v1/search/find", { query: "x" }, "403 code=PERMISSION_DENIED", { Authorization: `Bearer ${root}` }],
+        ["X-API-Key", "GET", "/api/v1/system/status", undefined, "200", { Authorization: "", "X-API-Key": server.apiKey! }],
       ]);
       const status = await call(server, "GET", "/api/v1/system/status", undefined, wrong);
       assertEquals([status.json.status, status.headers.get("www-authenticate")], ["error", null]);
