@@ -577,9 +577,7 @@ export class FakeOpenViking {
       if (method === "POST" && url.pathname === "/api/v1/pack/export" && !this.options.noPack) {
         const root = own(String(requireObject(body).uri));
         const files = Object.fromEntries([...this.files].filter(([u]) => u.startsWith(`${root}/`)));
-        if (!Object.keys(files).length) {
-          throw notFound(`not found: ${root}`, root);
-        }
+        if (!Object.keys(files).length) throw notFound(`not found: ${root}`, root);
         const base = root.slice(root.lastIndexOf("/") + 1);
         const entries = Object.fromEntries(
           Object.entries(files).map(([u, t]) => [base + u.slice(root.length), t]),
@@ -660,9 +658,7 @@ export class FakeOpenViking {
     const [, account, user] = m.map((v) => v && decodeURIComponent(v));
     const b = method === "POST" ? requireObject(body ?? {}) : {};
     const users = account === undefined ? undefined : this.accounts.get(account);
-    if (account !== undefined && !users) {
-      throw notFound(`Account not found: ${account}`, account, "account");
-    }
+    if (account !== undefined && !users) throw notFound(`Account not found: ${account}`, account, "account");
     const add = (to: Map<string, FakeUser>, acct: string, id: string, role: string) => {
       to.set(id, { role, key: userKey(acct, id) });
       return to.get(id)!.key;
@@ -696,9 +692,7 @@ export class FakeOpenViking {
     }
     if (method === "POST" && users && user !== undefined) {
       const u = users.get(user);
-      if (!u) {
-        throw notFound(`User not found: ${user}`, user, "user");
-      }
+      if (!u) throw notFound(`User not found: ${user}`, user, "user");
       return { user_key: add(users, account!, user, u.role) };
     }
     throw new HttpError(405, "METHOD_NOT_ALLOWED", "Method Not Allowed");
@@ -707,9 +701,7 @@ export class FakeOpenViking {
   private session(id: string, create: boolean): FakeSession {
     let s = this.sessions.get(id);
     if (!s && create) this.sessions.set(id, s = { messages: [], commits: 0 });
-    if (!s) {
-      throw notFound(`Session not found: ${id}`, id, "session");
-    }
+    if (!s) throw notFound(`Session not found: ${id}`, id, "session");
     return s;
   }
 
@@ -804,9 +796,7 @@ export class FakeOpenViking {
     if (method === "GET" && p === "/api/v1/content/read") {
       const uri = own(q.get("uri") ?? "");
       const content = this.files.get(uri);
-      if (content === undefined) {
-        throw notFound(`File not found: ${uri}`, uri, "file");
-      }
+      if (content === undefined) throw notFound(`File not found: ${uri}`, uri, "file");
       return content;
     }
     if (method === "GET" && p === "/api/v1/tasks") {
@@ -823,9 +813,7 @@ export class FakeOpenViking {
     const task = /^\/api\/v1\/tasks\/([^/]+)$/.exec(p);
     if (task && method === "GET") {
       const t = this.tasks.get(decodeURIComponent(task[1]));
-      if (!t) {
-        throw notFound("Task not found or expired", task[1], "task");
-      }
+      if (!t) throw notFound("Task not found or expired", task[1], "task");
       return t;
     }
     const ctx = /^\/api\/v1\/sessions\/([^/]+)\/context$/.exec(p);
