@@ -278,20 +278,19 @@ export const VIKING_URI = "viking://user/default/memories/preferences/indent.md"
 /** The whole SLOW answer (about 20 s at 13 characters per 100 ms). */
 export const SLOW_TEXT = Array.from({ length: 200 }, (_, i) => `slow token ${i + 1}`).join(" ");
 
-/** Options of {@link Rig.create}. */
-export interface RigOptions {
+/**
+ * Options of {@link Rig.create}: an OpenViking server to use instead of a new fake (the real one), extra
+ * environment for every Kimi process (and so for our hooks), extra `install` arguments, `noInstall` (the test
+ * runs `install`, passing it {@link Rig.credentialArgs}), the parent directory of HOME and the work dir
+ * (default: a new temp dir), the work dir's name (default "project").
+ */
+interface RigOptions {
   mode: Mode;
-  /** An OpenViking server to use instead of a new fake (the real one). */
   serverUrl?: string;
-  /** Extra environment for every Kimi process (and so for our hooks). */
   env?: Record<string, string>;
-  /** Extra `install` arguments. */
   installArgs?: string[];
-  /** Do not run `install` (the test does: pass it {@link Rig.credentialArgs}). */
   noInstall?: boolean;
-  /** Parent directory of HOME and the work dir (default: a new temp dir). */
   root?: string;
-  /** Name of the work dir (default "project"). */
   workDirName?: string;
 }
 
@@ -368,14 +367,9 @@ export class Rig {
   }
 
   /** The capture state of a Kimi session. */
-  async captureState(sessionId: string): Promise<Record<string, unknown>> {
-    try {
-      return JSON.parse(
-        await Deno.readTextFile(join(this.ovHome, "hook-state", "kimicode", `${sessionId}.json`)),
-      );
-    } catch {
-      return {};
-    }
+  captureState(sessionId: string): Promise<Record<string, unknown>> {
+    const file = join(this.ovHome, "hook-state", "kimicode", `${sessionId}.json`);
+    return Deno.readTextFile(file).then(JSON.parse).catch(() => ({}));
   }
 
   /** Waits until the session's capture state names `event` as the last capture; returns that state. */
@@ -402,11 +396,8 @@ export class Rig {
   /** Runs `kimi [-S id] -p <prompt>` and checks it succeeded. */
   async print(prompt: string, opts: PrintOptions = {}): Promise<PrintResult> {
     const r = await this.env.print(prompt, { timeoutMs: 90_000, ...opts });
-    assertEquals(
-      r.code,
-      0,
-      `kimi -p ${JSON.stringify(prompt)} failed (${r.durationMs} ms):\n${r.stdout}\n${r.stderr}`,
-    );
+    const failed = `kimi -p ${JSON.stringify(prompt)} failed (${r.durationMs} ms):\n${r.stdout}\n${r.stderr}`;
+    assertEquals(r.code, 0, failed);
     assertTrue(r.sessionId, `no session id from kimi:\n${r.stderr}`);
     return r;
   }
@@ -422,14 +413,13 @@ export class Rig {
     await this.env.dispose();
     await this.model.close();
     await this.fake?.close();
-    for (
-      let i = 0;
-      i < 10 && this.#ownsRoot && await Deno.stat(this.env.root).then(() => true, () => false);
-      i++
-    ) {
-      await new Promise((r) => setTimeout(r, 300));
-      await Deno.remove(this.env.root, { recursive: true }).catch(() => {});
-    }
+    // Detached hook workers may still write under the root: removed again while it is there (3 s at most).
+    const root = this.env.root;
+    const gone = async () => {
+      if (!await Deno.stat(root).then(() => true, () => false)) return true;
+      await Deno.remove(root, { recursive: true }).catch(() => {});
+    };
+    if (this.#ownsRoot) await waitUntil(gone, 3000, "the rig's root removed", 300).catch(() => {});
   }
 
   /** Disposes at the end of an `await using` scope. */
