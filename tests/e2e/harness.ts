@@ -429,20 +429,45 @@ export class Rig {
 }
 
 /**
- * Checks the model's view of a session (v2 engine): in the last main request, each prompt comes right after
- * one UserPromptSubmit hook result; the first carries the profile (config mode) and the default memory, every
- * one its own memory, and no memory comes twice.
+ * The message Kimi adds the prompt hook's output as: right before the prompt (v2 engine), right after it
+ * (legacy engine).
  */
-export function assertRecallBeforeEachPrompt(rig: Rig, prompts: string[]): void {
+export function besidePrompt(msgs: ChatMessage[], prompt: string, legacy = false): ChatMessage | undefined {
+  const at = msgs.findIndex((m) => m.role === "user" && messageText(m) === prompt);
+  return at < 0 ? undefined : msgs[legacy ? at + 1 : at - 1];
+}
+
+/**
+ * Checks the model's view of a session: in the last main request, each prompt comes with one
+ * UserPromptSubmit hook result ({@link besidePrompt}); the first carries the profile (config mode) and the
+ * default memory, every one its own memory, and no memory comes twice.
+ */
+export function assertRecallBeforeEachPrompt(rig: Rig, prompts: string[], legacy = false): void {
   const msgs = rig.mainRequests().at(-1)?.body.messages ?? [];
   assertEquals(
     msgs.filter(isHookResult).map(messageText),
     prompts.map((p, i) => hookResult(expectedDigest(rig.mode, p, i === 0))),
   );
   for (const prompt of prompts) {
-    const at = msgs.findIndex((m) => m.role === "user" && messageText(m) === prompt);
-    assertTrue(at > 0 && isHookResult(msgs[at - 1]), `the recall comes right before "${prompt}"`);
+    const beside = besidePrompt(msgs, prompt, legacy);
+    assertTrue(beside && isHookResult(beside), `the recall comes with "${prompt}"`);
   }
+}
+
+/**
+ * After a session `ov` of `prompts` (a RUN_TOOL one among them): the model saw the tool's output, recall
+ * asked the context face once per prompt, and nothing injected reached OpenViking.
+ */
+export function assertTurnsClean(rig: Rig, ov: string, prompts: string[]): void {
+  const fake = rig.fake!;
+  assertTrue(
+    rig.mainRequests().some((r) => (r.lastToolOutput ?? "").includes("TOOL-OUTPUT-4242")),
+    `the model saw the output of ${TOOL_COMMAND}`,
+  );
+  const searches = fake.requestsTo("POST /api/v1/search/search").map((q) => q.body as Record<string, unknown>)
+    .filter((b) => b.session_id === ov);
+  assertEquals(searches.map((b) => [b.query, b.mode]), prompts.map((p) => [p, "context"]));
+  for (const [, , text] of fakeMessages(fake, ov)) assertEquals(leaks(text), [], text);
 }
 
 /** A captured message as the tests compare them: `[turn_id, role, text]`. */
