@@ -90,7 +90,7 @@ export interface StoredMessage {
 }
 
 /** A fake session. */
-export interface FakeSession {
+interface FakeSession {
   messages: StoredMessage[];
   commits: number;
   /** Messages before this index were archived by a commit (no longer in the session's context). */
@@ -228,7 +228,7 @@ export const FINAL_CODES = words(
 );
 
 /** The code OpenViking gives an error of HTTP `status` (see SERVER_ERROR_CODES). */
-export function serverCodeFor(status: number): string {
+function serverCodeFor(status: number): string {
   return Object.entries(SERVER_ERROR_CODES).find(([, s]) => s === status)?.[0] ?? "UNKNOWN";
 }
 
@@ -308,7 +308,7 @@ function validateMessage(m: unknown): StoredMessage {
 }
 
 /** Default recall result of the context face. */
-export const DEFAULT_RENDERED =
+const DEFAULT_RENDERED =
   `<memory uri="viking://user/default/memories/preferences/indent.md" type="preferences" score="0.87" detail="abstract">\nUser prefers tabs over spaces.\n</memory>`;
 
 /** The default memory as the context face lists it (the real 0.5.2 server's entry shape). */
@@ -938,12 +938,12 @@ export class FakeOpenViking {
 }
 
 /** Normalises a path to a route key (session ids become ":id"). */
-export function routeOf(path: string): string {
+function routeOf(path: string): string {
   return path.replace(/^\/api\/v1\/sessions\/[^/]+/, "/api/v1/sessions/:id");
 }
 
 /** Whether a fault/record pattern matches a route key. */
-export function routeMatches(pattern: string, route: string): boolean {
+function routeMatches(pattern: string, route: string): boolean {
   if (pattern === "*" || pattern === route) return true;
   if (pattern.endsWith("*")) return route.startsWith(pattern.slice(0, -1));
   return false;
