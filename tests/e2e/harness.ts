@@ -100,7 +100,7 @@ export async function kimiOrSkip(version: string, what: string): Promise<KimiIns
 }
 
 /** A loopback TCP forwarder in front of an OpenViking server. */
-export class Gate {
+class Gate {
   readonly port: number;
   readonly #target: { hostname: string; port: number };
   #listener: Deno.Listener | undefined;
@@ -194,7 +194,7 @@ export class Gate {
 }
 
 /** The model the e2e tests script. */
-export function e2eScript(mode: Mode): Script {
+function e2eScript(mode: Mode): Script {
   return (req: ChatRequest): Reply => {
     if (isCompaction(req) || isSubagent(req)) return defaultScript(req) as Reply;
     const p = req.prompt;
@@ -270,7 +270,7 @@ export const TOOL_TURN_ANSWER = "Let me check with a tool.\n\nThe tool has finis
 /** The Bash command of the RUN_TOOL turn; its output must never be captured. */
 export const TOOL_COMMAND = "echo TOOL-OUTPUT-4242";
 /** The reasoning of the RUN_TOOL turn's answer; never captured. */
-export const THINK_TEXT = "THINKING-7777 about the request";
+const THINK_TEXT = "THINKING-7777 about the request";
 /** The arguments of the scripted MCP search. */
 export const MCP_ARGS = { query: "indentation preference" };
 /** The URI of the scripted Read. */

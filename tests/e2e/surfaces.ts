@@ -21,7 +21,7 @@ import {
 } from "./harness.ts";
 
 /** One turn as the surface's client saw it. */
-export interface SurfaceTurn {
+interface SurfaceTurn {
   /** The turn ended normally (ACP `end_turn`, web `completed`). */
   ok: boolean;
   /** The answer text the client shows, its pieces joined without separators. */

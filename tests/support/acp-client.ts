@@ -7,7 +7,7 @@ import * as acp from "@agentclientprotocol/sdk";
 import type { KimiEnv } from "./kimi.ts";
 
 /** What one `session/prompt` produced, as the client saw it. */
-export interface AcpTurn {
+interface AcpTurn {
   /** The prompt response's stop reason (`end_turn`, `cancelled`, …); undefined when the request failed. */
   stopReason: string | undefined;
   /** Every `agent_message_chunk` text, joined: what the editor shows as the answer. */
@@ -24,7 +24,7 @@ function chunkText(update: acp.SessionUpdate): string {
 }
 
 /** Kimi did not answer in time, or exited: unlike an error reply, the connection is unusable. */
-export class AcpTransportError extends Error {}
+class AcpTransportError extends Error {}
 
 /** A running `kimi acp` with one client connection. */
 export class KimiAcp {

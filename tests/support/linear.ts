@@ -11,7 +11,7 @@ export function mb(unit: string, size = 1 << 20): string {
 }
 
 /** Generous bound for one rule on 1 MB of its worst case; the quadratic rules took minutes. */
-export const LINEAR_BOUND_MS = 1500;
+const LINEAR_BOUND_MS = 1500;
 
 /**
  * Runs `fn(input)` for every named worst case and asserts each is linear: done within `bound` ms, or — on a

@@ -10,7 +10,7 @@ import { withLock } from "../../lib/lock.ts";
 export const OPENVIKING_VERSION = "0.5.2";
 
 /** The server cannot be installed or started here; `message` says why. */
-export class OpenVikingUnavailable extends Error {
+class OpenVikingUnavailable extends Error {
   override name = "OpenVikingUnavailable";
 }
 

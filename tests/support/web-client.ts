@@ -9,7 +9,7 @@ import * as z from "zod/mini";
 import { type KimiEnv, waitUntil } from "./kimi.ts";
 
 /** What one prompt produced. */
-export interface WebTurn {
+interface WebTurn {
   /** The session's `last_turn_reason` once the turn is over: `completed`, `failed` or `cancelled`. */
   reason: string;
   /** Text of each assistant message after the prompt, in order (what the web UI shows as the answer). */
