@@ -47,6 +47,8 @@ import {
 } from "./harness.ts";
 
 const REAL = Deno.env.get("OPENVIKING_REAL") ?? "";
+/** The default timeout of our requests, not the sandbox's 1 s: the real server takes its time. */
+const UNHURRIED = { OPENVIKING_TIMEOUT_MS: String(KNOBS.timeoutMs.default) };
 /** The headers that leave the actor peer out: the user's own calls. */
 const NO_PEER = { "X-OpenViking-Actor-Peer": "" };
 
@@ -654,14 +656,7 @@ Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
         console.log(
           `  three commits failed in ${Math.round(performance.now() - t0)} ms: ${errors[2].slice(0, 160)}`,
         );
-        const env = {
-          HOME: home.path,
-          KIMI_CODE_HOME: `${home.path}/.kimi-code`,
-          PATH: Deno.env.get("PATH") ?? "/usr/bin",
-          OPENVIKING_URL: server.url,
-          OPENVIKING_WRITE_PATH_ASYNC: "0",
-          OPENVIKING_COMMIT_POLICY: "every-turn", // no idle watch outlives the test
-        };
+        const env = sandboxEnv(home.path, server.url, { ...UNHURRIED, OPENVIKING_WRITE_PATH_ASYNC: "0" });
         const status = JSON.parse((await runCli(["status", "--json"], { env, clearEnv: true })).stdout);
         assertEquals(status.extraction.failed, 3);
         assertStringIncludes(status.extraction.message, errors[2].replace(/\s+/g, " ").trim().slice(0, 60));
@@ -714,15 +709,12 @@ Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
         for (const text of PROMPTS) {
           const r = await runCli(["recall", text, "--json"], {
             clearEnv: true,
-            env: {
-              HOME: home.path,
-              PATH: Deno.env.get("PATH") ?? "/usr/bin",
-              OPENVIKING_URL: server.url,
-              OPENVIKING_COMMIT_POLICY: "every-turn",
+            env: sandboxEnv(home.path, server.url, {
+              ...UNHURRIED,
               OPENVIKING_PEER_ID: "project-a",
               OPENVIKING_RECALL_PEER_SCOPE: scope,
               OPENVIKING_SCORE_THRESHOLD: "0", // every memory the server finds: the most a digest could leak
-            },
+            }),
           });
           const out = JSON.parse(r.stdout);
           assertEquals(out.failure, undefined, r.stdout);
@@ -1001,13 +993,8 @@ Deno.test({
     await t.step("memories: list, show with provenance, forget, export and import", async () => {
       await using dir = await tempDir();
       const started = performance.now();
-      const env = {
-        HOME: dir.path,
-        OPENVIKING_URL: server.url,
-        OPENVIKING_API_KEY: server.apiKey ?? "",
-        OPENVIKING_PEER_ID: PROJECT_PEER,
-        PATH: Deno.env.get("PATH") ?? "/usr/bin",
-      };
+      const key = { OPENVIKING_API_KEY: server.apiKey ?? "", OPENVIKING_PEER_ID: PROJECT_PEER };
+      const env = sandboxEnv(dir.path, server.url, { ...UNHURRIED, ...key });
       const cli = (...args: string[]) => runCli(["memories", ...args], { env, clearEnv: true });
       const project = `viking://~/peers/${PROJECT_PEER}/memories/events/release.md`;
       await api(server, "POST", "/api/v1/content/write", {
