@@ -35,6 +35,7 @@ import {
   type Script,
 } from "../support/model-server.ts";
 import { denoEnv, runCli } from "../support/run.ts";
+import { OFFERED_TOOLS } from "../support/fake-mcp.ts";
 
 /** How the plugin is installed into Kimi. */
 export type Mode = "config" | "plugin";
@@ -47,6 +48,14 @@ export const MCP_PREFIX: Record<Mode, string> = {
   config: "mcp__openviking__",
   plugin: "mcp__plugin-openviking-memory_openviking__",
 };
+
+/** The MCP tools a chat request offers the model (any server's), sorted. */
+export const mcpTools = (req: ChatRequest): string[] =>
+  req.toolNames.filter((n) => n.startsWith("mcp__")).sort();
+
+/** The tools of our MCP server Kimi offers the model in `mode` by default, sorted. */
+export const offeredTools = (mode: Mode): string[] =>
+  OFFERED_TOOLS.map((n) => `${MCP_PREFIX[mode]}${n}`).sort();
 
 /** The message Kimi adds to the model context for a UserPromptSubmit hook that printed `stdout`. */
 export function hookResult(stdout: string): string {

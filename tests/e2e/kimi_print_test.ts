@@ -11,7 +11,6 @@ import { type PromptEntry, readLedger } from "../../memory/ledger.ts";
 import { join } from "node:path";
 import { messageText } from "../support/model-server.ts";
 import type { PrintResult } from "../support/kimi.ts";
-import { OFFERED_TOOLS } from "../support/fake-mcp.ts";
 import {
   assertRecallBeforeEachPrompt,
   assertTurnsClean,
@@ -24,10 +23,13 @@ import {
   kimiOrSkip,
   MCP_ARGS,
   MCP_PREFIX,
+  mcpTools,
   type Mode,
   type Msg,
+  offeredTools,
   Rig,
   SLOW_TEXT,
+  TOOL_TURN_ANSWER,
   VIKING_URI,
 } from "./harness.ts";
 import { expectBackAfterOutage, expectQueuedTurn } from "./surfaces.ts";
@@ -84,7 +86,7 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
         ];
         const answers = [
           `ACK: ${prompts[0]}`,
-          "Let me check with a tool.\n\nThe tool has finished.",
+          TOOL_TURN_ANSWER,
           "The subagent has finished.",
           `ACK: ${prompts[3]}`,
         ];
@@ -140,8 +142,7 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
         const reqs = rig.model.chatRequests().slice(before);
         const prefix = MCP_PREFIX[mode];
         const other = MCP_PREFIX[mode === "config" ? "plugin" : "config"];
-        const offered = reqs[0].toolNames.filter((n) => n.startsWith("mcp__"));
-        assertEquals(offered.sort(), OFFERED_TOOLS.map((n) => `${prefix}${n}`).sort());
+        assertEquals(mcpTools(reqs[0]), offeredTools(mode));
         assertTrue(!reqs[0].toolNames.some((n) => n.startsWith(other)), `no ${other}* tools`);
         const calls = fake.mcp.receivedMethod("tools/call").map((m) => m.params);
         assertEquals(calls, [{ name: "search", arguments: MCP_ARGS }]);
@@ -262,10 +263,7 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
               beside !== undefined && !isHookResult(beside),
               "no recall without a server, and no error text either",
             );
-            assertEquals(
-              downReqs[0].toolNames.filter((n) => n.startsWith("mcp__")).sort(),
-              OFFERED_TOOLS.map((n) => `${MCP_PREFIX[mode]}${n}`).sort(),
-            );
+            assertEquals(mcpTools(downReqs[0]), offeredTools(mode));
 
             await expectQueuedTurn(rig, ov, turn, downPrompt, seen);
 
@@ -276,7 +274,7 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
             await expectFakeSession(fake, ov, [
               ...turn0,
               [turn, "user", downPrompt],
-              [turn, "assistant", "Let me check with a tool.\n\nThe tool has finished."],
+              [turn, "assistant", TOOL_TURN_ANSWER],
             ], turn0.length / 2 + 1);
             await expectBackAfterOutage(rig, `kc-${next.sessionId}`, ov, seen);
             assertMatch(

@@ -44,6 +44,7 @@ import {
   type Msg,
   Rig,
   skip,
+  TOOL_TURN_ANSWER,
 } from "./harness.ts";
 
 const REAL = Deno.env.get("OPENVIKING_REAL") ?? "";
@@ -783,7 +784,7 @@ Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
             "third: a plain turn for the real server",
           ];
           const answers = [
-            "Let me check with a tool.\n\nThe tool has finished.",
+            TOOL_TURN_ANSWER,
             "The subagent has finished.",
             `ACK: ${prompts[2]}`,
           ];
