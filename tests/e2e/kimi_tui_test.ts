@@ -71,9 +71,8 @@ function afterCompaction(mode: Mode, prompt: string): string {
   const profile = mode === "config"
     ? [FAKE_PROFILE_ROW.replace("Profile (", "Profile, again after compaction (")]
     : [];
-  return `<openviking-context>\n${
-    [...profile, FAKE_MEMORY_LINE, queryMemoryLine(prompt)].join("\n")
-  }\n</openviking-context>`;
+  const lines = [...profile, FAKE_MEMORY_LINE, queryMemoryLine(prompt)];
+  return `<openviking-context>\n${lines.join("\n")}\n</openviking-context>`;
 }
 
 /**
@@ -219,12 +218,10 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
           const runs = (await rig.hookRuns()).filter((r) => r.event === "user-prompt-submit").slice(-3);
           assertEquals(runs.map((r) => r.recall), ["context", "context", "reused"]);
           assertEquals(runs.at(-1)!.suppressed, [DEFAULT_ENTRY.uri, queryEntry(later).uri]);
-          assertEquals(
-            runs.map((r) => r.profile),
-            mode === "plugin"
-              ? ["system-prompt", "system-prompt", "system-prompt"]
-              : ["injected", "already", "already"],
-          );
+          const profiles = mode === "plugin"
+            ? Array(3).fill("system-prompt")
+            : ["injected", "already", "already"];
+          assertEquals(runs.map((r) => r.profile), profiles);
         },
       );
 
@@ -255,23 +252,14 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
             );
             assertStringIncludes(last.system, `\`${MCP_PREFIX.plugin}search\``);
             assertStringIncludes(last.system, "Name: Test User");
-            for (const text of userTexts) {
-              assertEquals(
-                [SYSTEM_PROMPT_TITLE, "Name: Test User", "Use the search/read MCP tools"].filter((x) =>
-                  text.includes(x)
-                ),
-                [],
-                text,
-              );
-            }
+            const plugins = [SYSTEM_PROMPT_TITLE, "Name: Test User", "Use the search/read MCP tools"];
+            for (const text of userTexts) assertEquals(plugins.filter((x) => text.includes(x)), [], text);
           } else {
             assertTrue(!last.system.includes(SYSTEM_PROMPT_TITLE), "no plugin system prompt in config mode");
-            assertEquals(
-              last.body.messages.filter((m) => m.role === "user" && messageText(m).includes(FAKE_PROFILE_ROW))
-                .length,
-              1,
-              "in one hook result",
+            const profiled = last.body.messages.filter((m) =>
+              m.role === "user" && messageText(m).includes(FAKE_PROFILE_ROW)
             );
+            assertEquals(profiled.length, 1, "in one hook result");
           }
           const sid = rig.env.sessionIndex().at(-1)!.sessionId;
           await expectFakeSession(fake, `kc-${sid}`, quietTurns, 3);
