@@ -12,6 +12,7 @@ import {
   isHookResult,
   kimiOrSkip,
   type Mode,
+  type Msg,
   Rig,
 } from "./harness.ts";
 
@@ -80,11 +81,8 @@ for (const [i, version] of [...KIMI_RELEASES.entries()].reverse()) {
       const r = await rig.print(prompt);
       const first = rig.mainRequests()[0].body.messages.filter(isHookResult).map(messageText);
       assertEquals(first, [hookResult(expectedDigest(mode, prompt, true))]);
-      await expectFakeSession(fake, `kc-${r.sessionId}`, [["0", "user", prompt], [
-        "0",
-        "assistant",
-        `ACK: ${prompt}`,
-      ]], 1);
+      const turn: Msg[] = [["0", "user", prompt], ["0", "assistant", `ACK: ${prompt}`]];
+      await expectFakeSession(fake, `kc-${r.sessionId}`, turn, 1);
       assertTrue(await exists(marker), "the user's own Stop hook ran too");
       const doctor = await rig.cli(["doctor"]);
       assertEquals(doctor.code, 0, doctor.stdout + doctor.stderr);
@@ -103,13 +101,8 @@ for (const [i, version] of [...KIMI_RELEASES.entries()].reverse()) {
       assertEquals(await exists(mcpJson), false, "mcp.json did not exist before install");
       const skills = join(rig.env.kimiHome, "skills");
       assertEquals(await exists(skills), false, "the memory skill went, skills/ with it");
-      const systemPrompt = join(
-        rig.env.kimiHome,
-        "plugins",
-        "managed",
-        "openviking-memory",
-        "system-prompt.md",
-      );
+      const plugin = join(rig.env.kimiHome, "plugins", "managed", "openviking-memory");
+      const systemPrompt = join(plugin, "system-prompt.md");
       assertEquals(await exists(systemPrompt), false, "the profile in the plugin's system prompt went");
       assertEquals(await exists(registry), false, "plugins/installed.json did not exist before install");
 
