@@ -214,7 +214,7 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
             const prompt = "tell me a long SLOW story, then stop";
             const run = rig.env.startPrint(prompt);
             await rig.model.waitForChat((r) => r.prompt === prompt);
-            await new Promise((r) => setTimeout(r, 1500)); // let some tokens stream: the cut is what is tested
+            await new Promise((r) => setTimeout(r, 1500)); // some tokens stream: the cut is what is tested
             run.kill("SIGINT");
             const r = await run.result;
             assertEquals(r.code, 130, r.stderr);
@@ -253,14 +253,11 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
               down.durationMs < first.durationMs + BUDGET_MS,
               `turn took ${down.durationMs} ms with the server down (${first.durationMs} ms up)`,
             );
-            console.log(
-              `  kimi -p with OpenViking down: ${down.durationMs} ms (with it up: ${first.durationMs} ms)`,
-            );
+            console.log(`  kimi -p with OpenViking down: ${down.durationMs} ms (up: ${first.durationMs} ms)`);
             const downReqs = rig.model.chatRequests().slice(before);
-            const turnMsgs = downReqs[0].body.messages;
-            const beside = besidePrompt(turnMsgs, downPrompt, legacy);
+            const beside = besidePrompt(downReqs[0].body.messages, downPrompt, legacy);
             assertTrue(
-              beside !== undefined && !isHookResult(beside),
+              beside && !isHookResult(beside),
               "no recall without a server, and no error text either",
             );
             assertEquals(mcpTools(downReqs[0]), offeredTools(mode));
@@ -277,10 +274,8 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
               [turn, "assistant", TOOL_TURN_ANSWER],
             ], turn0.length / 2 + 1);
             await expectBackAfterOutage(rig, `kc-${next.sessionId}`, ov, seen);
-            assertMatch(
-              messageText(rig.mainRequests().at(-1)!.body.messages.find(isHookResult)!),
-              /openviking-context/,
-            );
+            const recalled = rig.mainRequests().at(-1)!.body.messages.find(isHookResult)!;
+            assertMatch(messageText(recalled), /openviking-context/);
           },
         );
 
@@ -307,27 +302,21 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
             };
             const prompts = await promptRuns(rig, normal.sessionId!);
             const told = besideOf(hungPrompt);
+            const ledger = JSON.stringify(prompts.slice(-3));
             assertTrue(
-              told !== undefined && isHookResult(told),
-              `the hook's output reached the model; the ledger's prompts: ${
-                JSON.stringify(prompts.slice(-3))
-              }`,
+              told && isHookResult(told),
+              `the hook's output reached the model; the ledger's prompts: ${ledger}`,
             );
             assertMatch(
               messageText(told!),
               /^<hook_result hook_event="UserPromptSubmit">\nopenviking-kimi: memory paused — OpenViking at http:\/\/127\.0\.0\.1:\d+ did not answer; `[^`\n]+ status` says why\n<\/hook_result>$/,
             );
             const beside = besideOf(againPrompt);
-            assertTrue(
-              beside !== undefined && !isHookResult(beside),
-              "told once: nothing printed the second time",
-            );
+            assertTrue(beside && !isHookResult(beside), "told once: nothing printed the second time");
             assertEquals(prompts.slice(-2).map((e) => e.kind === "prompt" && e.path), ["paused", "paused"]);
             assertTrue(prompts.at(-2)!.ms > BUDGET_MS / 2, "the first prompt waited for the server");
-            assertTrue(
-              prompts.at(-1)!.ms < BUDGET_MS / 10,
-              `the second waited for nothing (${prompts.at(-1)!.ms} ms)`,
-            );
+            const second = prompts.at(-1)!.ms;
+            assertTrue(second < BUDGET_MS / 10, `the second waited for nothing (${second} ms)`);
             assertTrue(hung.durationMs - normal.durationMs > BUDGET_MS / 2, "the first turn waited for it");
             assertTrue(
               again.durationMs - normal.durationMs < BUDGET_MS / 2,
