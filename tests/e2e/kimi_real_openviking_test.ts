@@ -227,11 +227,8 @@ async function probeEndpoints(t: Deno.TestContext, server: RealOpenViking): Prom
       ],
     });
     const added = obj(batch.json.result);
-    assertEquals(
-      [batch.status, added.session_id, added.message_count, added.added],
-      [200, sessionId, 2, 2],
-      batch.text,
-    );
+    const got0 = [batch.status, added.session_id, added.message_count, added.added];
+    assertEquals(got0, [200, sessionId, 2, 2], batch.text);
     assertEquals(typeof added.pending_tokens, "number");
     const one = await call(server, "POST", `${session}/messages`, {
       role: "user",
@@ -320,10 +317,8 @@ async function probeEndpoints(t: Deno.TestContext, server: RealOpenViking): Prom
     }
     assertTrue(hasTabs(r), r.text);
     assertStringIncludes(String(result.rendered), '<memory uri="viking://user/');
-    assertEquals(
-      memoriesFromEntries(Entries.parse(result.entries)).map(rendered).join("\n"),
-      String(result.rendered),
-    );
+    const parsed = memoriesFromEntries(Entries.parse(result.entries));
+    assertEquals(parsed.map(rendered).join("\n"), String(result.rendered));
   });
 
   await t.step("fs/ls, content/read; the profile is the user's: alike under two actor peers", async () => {
@@ -654,9 +649,8 @@ Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
           assertEquals(task.status, "failed", JSON.stringify(task));
           return String(task.error);
         }));
-        console.log(
-          `  three commits failed in ${Math.round(performance.now() - t0)} ms: ${errors[2].slice(0, 160)}`,
-        );
+        const ms = () => Math.round(performance.now() - t0);
+        console.log(`  three commits failed in ${ms()} ms: ${errors[2].slice(0, 160)}`);
         const env = sandboxEnv(home.path, server.url, { ...UNHURRIED, OPENVIKING_WRITE_PATH_ASYNC: "0" });
         const status = JSON.parse((await runCli(["status", "--json"], { env, clearEnv: true })).stdout);
         assertEquals(status.extraction.failed, 3);
@@ -685,9 +679,7 @@ Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
           first.stdout,
           /openviking-kimi: OpenViking makes no memory \(the last 3 extractions failed\); `[^`]+ doctor` says why\n$/,
         );
-        console.log(
-          `  done in ${Math.round(performance.now() - t0)} ms (server start ${server.startupMs} ms)`,
-        );
+        console.log(`  done in ${ms()} ms (server start ${server.startupMs} ms)`);
       } finally {
         server.stub.chatDown = false;
       }
@@ -898,10 +890,10 @@ Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
           await rig.print("CALL_MCP please search my memory", { sessionId: r.sessionId });
           const afterCall = await serverText();
           const reqs = rig.model.chatRequests().slice(from);
-          assertEquals(
-            reqs[0].toolNames.filter((n) => n.startsWith(prefix)).map((n) => n.slice(prefix.length)).sort(),
-            served.filter((n) => (MEMORY_TOOLS as readonly string[]).includes(n)),
+          const ours = reqs[0].toolNames.filter((n) => n.startsWith(prefix)).map((n) =>
+            n.slice(prefix.length)
           );
+          assertEquals(ours.sort(), served.filter((n) => (MEMORY_TOOLS as readonly string[]).includes(n)));
           const got = toolText(reqs.find((q) => q.hasToolResult)?.lastToolOutput);
           assertTrue(
             got === beforeCall || got === afterCall,
@@ -1018,10 +1010,8 @@ Deno.test({
       const tabs = memories.find((m) => m.kind === "preferences" && m.scope === "user");
       assertTrue(tabs !== undefined, `the extracted preference is listed: ${listed.stdout}`);
       const release = memories.find((m) => m.scope === "project");
-      assertEquals(
-        release?.uri,
-        `viking://user/${server.user}/peers/${PROJECT_PEER}/memories/events/release.md`,
-      );
+      const peers = `viking://user/${server.user}/peers`;
+      assertEquals(release?.uri, `${peers}/${PROJECT_PEER}/memories/events/release.md`);
       const text = await cli();
       assertMatch(text.stdout, /memories: this project's and yours/);
       assertStringIncludes(text.stdout, "project: Released 2.0 on Friday.");
