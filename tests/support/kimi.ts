@@ -108,20 +108,13 @@ async function installUnlocked(
   const staging = await Deno.makeTempDir({ dir: cacheRoot, prefix: `.staging-${version}-` });
   try {
     const npm = Deno.build.os === "windows" ? "npm.cmd" : "npm";
-    const out = await new Deno.Command(npm, {
-      args: [
-        "install",
-        ...("--ignore-scripts --omit=optional --no-audit --no-fund --no-save --loglevel=error --fetch-retries=2")
-          .split(" "),
-        "--prefix",
-        staging,
-        `@moonshot-ai/kimi-code@${version}`,
-        `${nodePackageName()}@24`, // a Node >= 22.19 (Kimi needs it),
-      ],
-      stdout: "piped",
-      stderr: "piped",
-      stdin: "null",
-    }).output();
+    const flags =
+      "--ignore-scripts --omit=optional --no-audit --no-fund --no-save --loglevel=error --fetch-retries=2";
+    // A Node >= 22.19 (Kimi needs it) beside Kimi.
+    const packages = [`@moonshot-ai/kimi-code@${version}`, `${nodePackageName()}@24`];
+    const args = ["install", ...flags.split(" "), "--prefix", staging, ...packages];
+    const out = await new Deno.Command(npm, { args, stdout: "piped", stderr: "piped", stdin: "null" })
+      .output();
     if (!out.success) {
       throw new Error(`npm install of kimi-code@${version} failed: ${new TextDecoder().decode(out.stderr)}`);
     }
