@@ -125,10 +125,8 @@ class Gate {
   static start(targetUrl: string): Gate {
     const url = new URL(targetUrl);
     const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-    const gate = new Gate((listener.addr as Deno.NetAddr).port, {
-      hostname: url.hostname,
-      port: Number(url.port || 80),
-    });
+    const target = { hostname: url.hostname, port: Number(url.port || 80) };
+    const gate = new Gate((listener.addr as Deno.NetAddr).port, target);
     gate.#serve(listener);
     return gate;
   }
@@ -161,26 +159,22 @@ class Gate {
     } catch {
       /* either side went away */
     } finally {
-      for (const c of [conn, upstream]) {
-        if (!c) continue;
-        this.#conns.delete(c);
-        try {
-          c.close();
-        } catch { /* already closed */ }
-      }
+      for (const c of [conn, upstream]) if (c) this.#close(c);
     }
+  }
+
+  #close(c: Deno.Conn): void {
+    this.#conns.delete(c);
+    try {
+      c.close();
+    } catch { /* already closed */ }
   }
 
   /** Refuses connections from now on and cuts the open ones. */
   down(): void {
     this.#listener?.close();
     this.#listener = undefined;
-    for (const c of this.#conns) {
-      try {
-        c.close();
-      } catch { /* already closed */ }
-    }
-    this.#conns.clear();
+    for (const c of [...this.#conns]) this.#close(c);
   }
 
   /** An open gate takes connections from now on and never answers; `up()` forwards again. */
