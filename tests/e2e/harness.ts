@@ -21,6 +21,7 @@ import {
   type PrintOptions,
   type PrintResult,
   tryInstallKimi,
+  waitUntil,
 } from "../support/kimi.ts";
 import {
   type ChatMessage,
@@ -34,6 +35,7 @@ import {
   type Script,
 } from "../support/model-server.ts";
 import { denoEnv, runCli } from "../support/run.ts";
+import { OFFERED_TOOLS } from "../support/fake-mcp.ts";
 
 /** How the plugin is installed into Kimi. */
 export type Mode = "config" | "plugin";
@@ -46,6 +48,14 @@ export const MCP_PREFIX: Record<Mode, string> = {
   config: "mcp__openviking__",
   plugin: "mcp__plugin-openviking-memory_openviking__",
 };
+
+/** The MCP tools a chat request offers the model (any server's), sorted. */
+export const mcpTools = (req: ChatRequest): string[] =>
+  req.toolNames.filter((n) => n.startsWith("mcp__")).sort();
+
+/** The tools of our MCP server Kimi offers the model in `mode` by default, sorted. */
+export const offeredTools = (mode: Mode): string[] =>
+  OFFERED_TOOLS.map((n) => `${MCP_PREFIX[mode]}${n}`).sort();
 
 /** The message Kimi adds to the model context for a UserPromptSubmit hook that printed `stdout`. */
 export function hookResult(stdout: string): string {
@@ -99,7 +109,7 @@ export async function kimiOrSkip(version: string, what: string): Promise<KimiIns
 }
 
 /** A loopback TCP forwarder in front of an OpenViking server. */
-export class Gate {
+class Gate {
   readonly port: number;
   readonly #target: { hostname: string; port: number };
   #listener: Deno.Listener | undefined;
@@ -115,10 +125,8 @@ export class Gate {
   static start(targetUrl: string): Gate {
     const url = new URL(targetUrl);
     const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-    const gate = new Gate((listener.addr as Deno.NetAddr).port, {
-      hostname: url.hostname,
-      port: Number(url.port || 80),
-    });
+    const target = { hostname: url.hostname, port: Number(url.port || 80) };
+    const gate = new Gate((listener.addr as Deno.NetAddr).port, target);
     gate.#serve(listener);
     return gate;
   }
@@ -151,26 +159,22 @@ export class Gate {
     } catch {
       /* either side went away */
     } finally {
-      for (const c of [conn, upstream]) {
-        if (!c) continue;
-        this.#conns.delete(c);
-        try {
-          c.close();
-        } catch { /* already closed */ }
-      }
+      for (const c of [conn, upstream]) if (c) this.#close(c);
     }
+  }
+
+  #close(c: Deno.Conn): void {
+    this.#conns.delete(c);
+    try {
+      c.close();
+    } catch { /* already closed */ }
   }
 
   /** Refuses connections from now on and cuts the open ones. */
   down(): void {
     this.#listener?.close();
     this.#listener = undefined;
-    for (const c of this.#conns) {
-      try {
-        c.close();
-      } catch { /* already closed */ }
-    }
-    this.#conns.clear();
+    for (const c of [...this.#conns]) this.#close(c);
   }
 
   /** An open gate takes connections from now on and never answers; `up()` forwards again. */
@@ -183,40 +187,17 @@ export class Gate {
     if (this.#hung) this.down();
     this.#hung = false;
     if (this.#listener) return;
-    const deadline = Date.now() + 5000;
-    for (;;) {
+    const listen = () => {
       try {
-        this.#serve(Deno.listen({ hostname: "127.0.0.1", port: this.port }));
-        return;
-      } catch (e) {
-        if (Date.now() > deadline) throw e;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    }
-  }
-}
-
-/** Polls `fn` until it returns a value that is not undefined; throws with `describe()` on timeout. */
-export async function poll<T>(
-  what: string,
-  fn: () => T | undefined | Promise<T | undefined>,
-  timeoutMs = 30_000,
-  describe?: () => unknown,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) {
-      const detail = describe ? `\nlast seen: ${JSON.stringify(await describe(), null, 1)}` : "";
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${detail}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
+        return Deno.listen({ hostname: "127.0.0.1", port: this.port });
+      } catch { /* the port is not free again yet */ }
+    };
+    this.#serve(await waitUntil(listen, 5000, `port ${this.port} to listen again`, 50));
   }
 }
 
 /** The model the e2e tests script. */
-export function e2eScript(mode: Mode): Script {
+function e2eScript(mode: Mode): Script {
   return (req: ChatRequest): Reply => {
     if (isCompaction(req) || isSubagent(req)) return defaultScript(req) as Reply;
     const p = req.prompt;
@@ -292,7 +273,7 @@ export const TOOL_TURN_ANSWER = "Let me check with a tool.\n\nThe tool has finis
 /** The Bash command of the RUN_TOOL turn; its output must never be captured. */
 export const TOOL_COMMAND = "echo TOOL-OUTPUT-4242";
 /** The reasoning of the RUN_TOOL turn's answer; never captured. */
-export const THINK_TEXT = "THINKING-7777 about the request";
+const THINK_TEXT = "THINKING-7777 about the request";
 /** The arguments of the scripted MCP search. */
 export const MCP_ARGS = { query: "indentation preference" };
 /** The URI of the scripted Read. */
@@ -300,20 +281,19 @@ export const VIKING_URI = "viking://user/default/memories/preferences/indent.md"
 /** The whole SLOW answer (about 20 s at 13 characters per 100 ms). */
 export const SLOW_TEXT = Array.from({ length: 200 }, (_, i) => `slow token ${i + 1}`).join(" ");
 
-/** Options of {@link Rig.create}. */
-export interface RigOptions {
+/**
+ * Options of {@link Rig.create}: an OpenViking server to use instead of a new fake (the real one), extra
+ * environment for every Kimi process (and so for our hooks), extra `install` arguments, `noInstall` (the test
+ * runs `install`, passing it {@link Rig.credentialArgs}), the parent directory of HOME and the work dir
+ * (default: a new temp dir), the work dir's name (default "project").
+ */
+interface RigOptions {
   mode: Mode;
-  /** An OpenViking server to use instead of a new fake (the real one). */
   serverUrl?: string;
-  /** Extra environment for every Kimi process (and so for our hooks). */
   env?: Record<string, string>;
-  /** Extra `install` arguments. */
   installArgs?: string[];
-  /** Do not run `install` (the test does: pass it {@link Rig.credentialArgs}). */
   noInstall?: boolean;
-  /** Parent directory of HOME and the work dir (default: a new temp dir). */
   root?: string;
-  /** Name of the work dir (default "project"). */
   workDirName?: string;
 }
 
@@ -390,14 +370,9 @@ export class Rig {
   }
 
   /** The capture state of a Kimi session. */
-  async captureState(sessionId: string): Promise<Record<string, unknown>> {
-    try {
-      return JSON.parse(
-        await Deno.readTextFile(join(this.ovHome, "hook-state", "kimicode", `${sessionId}.json`)),
-      );
-    } catch {
-      return {};
-    }
+  captureState(sessionId: string): Promise<Record<string, unknown>> {
+    const file = join(this.ovHome, "hook-state", "kimicode", `${sessionId}.json`);
+    return Deno.readTextFile(file).then(JSON.parse).catch(() => ({}));
   }
 
   /** Waits until the session's capture state names `event` as the last capture; returns that state. */
@@ -406,7 +381,13 @@ export class Rig {
       const s = await this.captureState(sessionId);
       return s.lastCaptureEvent === event ? s : undefined;
     };
-    return poll(`the ${event} capture's state`, state, timeoutMs, () => this.captureState(sessionId));
+    return waitUntil(
+      state,
+      timeoutMs,
+      `the ${event} capture's state`,
+      100,
+      () => this.captureState(sessionId),
+    );
   }
 
   /** The `done` records of the hooks' debug log (one per hook run: event, outcome, durationMs, …). */
@@ -418,11 +399,8 @@ export class Rig {
   /** Runs `kimi [-S id] -p <prompt>` and checks it succeeded. */
   async print(prompt: string, opts: PrintOptions = {}): Promise<PrintResult> {
     const r = await this.env.print(prompt, { timeoutMs: 90_000, ...opts });
-    assertEquals(
-      r.code,
-      0,
-      `kimi -p ${JSON.stringify(prompt)} failed (${r.durationMs} ms):\n${r.stdout}\n${r.stderr}`,
-    );
+    const failed = `kimi -p ${JSON.stringify(prompt)} failed (${r.durationMs} ms):\n${r.stdout}\n${r.stderr}`;
+    assertEquals(r.code, 0, failed);
     assertTrue(r.sessionId, `no session id from kimi:\n${r.stderr}`);
     return r;
   }
@@ -438,14 +416,13 @@ export class Rig {
     await this.env.dispose();
     await this.model.close();
     await this.fake?.close();
-    for (
-      let i = 0;
-      i < 10 && this.#ownsRoot && await Deno.stat(this.env.root).then(() => true, () => false);
-      i++
-    ) {
-      await new Promise((r) => setTimeout(r, 300));
-      await Deno.remove(this.env.root, { recursive: true }).catch(() => {});
-    }
+    // Detached hook workers may still write under the root: removed again while it is there (3 s at most).
+    const root = this.env.root;
+    const gone = async () => {
+      if (!await Deno.stat(root).then(() => true, () => false)) return true;
+      await Deno.remove(root, { recursive: true }).catch(() => {});
+    };
+    if (this.#ownsRoot) await waitUntil(gone, 3000, "the rig's root removed", 300).catch(() => {});
   }
 
   /** Disposes at the end of an `await using` scope. */
@@ -455,20 +432,45 @@ export class Rig {
 }
 
 /**
- * Checks the model's view of a session (v2 engine): in the last main request, each prompt comes right after
- * one UserPromptSubmit hook result; the first carries the profile (config mode) and the default memory, every
- * one its own memory, and no memory comes twice.
+ * The message Kimi adds the prompt hook's output as: right before the prompt (v2 engine), right after it
+ * (legacy engine).
  */
-export function assertRecallBeforeEachPrompt(rig: Rig, prompts: string[]): void {
+export function besidePrompt(msgs: ChatMessage[], prompt: string, legacy = false): ChatMessage | undefined {
+  const at = msgs.findIndex((m) => m.role === "user" && messageText(m) === prompt);
+  return at < 0 ? undefined : msgs[legacy ? at + 1 : at - 1];
+}
+
+/**
+ * Checks the model's view of a session: in the last main request, each prompt comes with one
+ * UserPromptSubmit hook result ({@link besidePrompt}); the first carries the profile (config mode) and the
+ * default memory, every one its own memory, and no memory comes twice.
+ */
+export function assertRecallBeforeEachPrompt(rig: Rig, prompts: string[], legacy = false): void {
   const msgs = rig.mainRequests().at(-1)?.body.messages ?? [];
   assertEquals(
     msgs.filter(isHookResult).map(messageText),
     prompts.map((p, i) => hookResult(expectedDigest(rig.mode, p, i === 0))),
   );
   for (const prompt of prompts) {
-    const at = msgs.findIndex((m) => m.role === "user" && messageText(m) === prompt);
-    assertTrue(at > 0 && isHookResult(msgs[at - 1]), `the recall comes right before "${prompt}"`);
+    const beside = besidePrompt(msgs, prompt, legacy);
+    assertTrue(beside && isHookResult(beside), `the recall comes with "${prompt}"`);
   }
+}
+
+/**
+ * After a session `ov` of `prompts` (a RUN_TOOL one among them): the model saw the tool's output, recall
+ * asked the context face once per prompt, and nothing injected reached OpenViking.
+ */
+export function assertTurnsClean(rig: Rig, ov: string, prompts: string[]): void {
+  const fake = rig.fake!;
+  assertTrue(
+    rig.mainRequests().some((r) => (r.lastToolOutput ?? "").includes("TOOL-OUTPUT-4242")),
+    `the model saw the output of ${TOOL_COMMAND}`,
+  );
+  const searches = fake.requestsTo("POST /api/v1/search/search").map((q) => q.body as Record<string, unknown>)
+    .filter((b) => b.session_id === ov);
+  assertEquals(searches.map((b) => [b.query, b.mode]), prompts.map((p) => [p, "context"]));
+  for (const [, , text] of fakeMessages(fake, ov)) assertEquals(leaks(text), [], text);
 }
 
 /** A captured message as the tests compare them: `[turn_id, role, text]`. */
@@ -483,7 +485,7 @@ export function fakeMessages(fake: FakeOpenViking, ovSessionId: string): Msg[] {
 export function atFake(fake: FakeOpenViking, ovSessionId: string, n: number): Promise<Msg[]> {
   const held = () => fakeMessages(fake, ovSessionId);
   const enough = () => held().length >= n ? held() : undefined;
-  return poll(`${n} messages of ${ovSessionId} at the fake`, enough, 20_000, held);
+  return waitUntil(enough, 20_000, `${n} messages of ${ovSessionId} at the fake`, 100, held);
 }
 
 /**
@@ -503,16 +505,10 @@ export async function expectFakeSession(
   });
   const matches = () =>
     JSON.stringify(state()) === JSON.stringify({ messages: expected, commits }) || undefined;
-  await poll(
-    `the fake to hold ${expected.length} messages and ${commits} commits of ${ovSessionId}`,
-    matches,
-    timeoutMs,
-    state,
-  );
-  await poll("the fake to be idle for 500 ms", () => {
-    const last = fake.requests.at(-1)?.at ?? 0;
-    return Date.now() - last >= 500 ? true : undefined;
-  }, timeoutMs);
+  const what = `the fake to hold ${expected.length} messages and ${commits} commits of ${ovSessionId}`;
+  await waitUntil(matches, timeoutMs, what, 100, state);
+  const idle = () => Date.now() - (fake.requests.at(-1)?.at ?? 0) >= 500;
+  await waitUntil(idle, timeoutMs, "the fake to be idle for 500 ms");
   assertEquals(state(), { messages: expected, commits });
 }
 

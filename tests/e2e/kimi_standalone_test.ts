@@ -6,7 +6,6 @@
 
 import { assertEquals, assertNotMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { kimiE2eVersions } from "../support/kimi.ts";
-import { OFFERED_TOOLS } from "../support/fake-mcp.ts";
 import { ROOT, runProcess } from "../support/run.ts";
 import { VERSION } from "../../lib/version.ts";
 import { cloneCheckout } from "../install/helpers.ts";
@@ -16,9 +15,10 @@ import {
   E2E_TEST,
   expectFakeSession,
   kimiOrSkip,
-  MCP_PREFIX,
+  mcpTools,
   type Mode,
   type Msg,
+  offeredTools,
   Rig,
 } from "./harness.ts";
 
@@ -66,8 +66,7 @@ for (const mode of ["config", "plugin"] as Mode[]) {
           await expectFakeSession(fake, `kc-${sessionId}`, expected, i + 1);
         }
         assertRecallBeforeEachPrompt(rig, prompts);
-        const offered = rig.mainRequests()[0].toolNames.filter((n) => n.startsWith("mcp__"));
-        assertEquals(offered.sort(), OFFERED_TOOLS.map((n) => `${MCP_PREFIX[mode]}${n}`).sort());
+        assertEquals(mcpTools(rig.mainRequests()[0]), offeredTools(mode));
       },
     );
 

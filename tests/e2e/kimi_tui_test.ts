@@ -2,7 +2,7 @@
 
 import { join } from "node:path";
 import { assertEquals, assertStringIncludes, assertTrue } from "../support/assert.ts";
-import { KIMI_VERSIONS, type KimiTui, tmuxAvailable } from "../support/kimi.ts";
+import { KIMI_VERSIONS, type KimiTui, tmuxAvailable, waitUntil } from "../support/kimi.ts";
 import { isCompaction, messageText } from "../support/model-server.ts";
 import {
   DEFAULT_ENTRY,
@@ -26,7 +26,6 @@ import {
   MCP_PREFIX,
   type Mode,
   type Msg,
-  poll,
   Rig,
   SLOW_TEXT,
   SYSTEM_PROMPT_TITLE,
@@ -72,9 +71,8 @@ function afterCompaction(mode: Mode, prompt: string): string {
   const profile = mode === "config"
     ? [FAKE_PROFILE_ROW.replace("Profile (", "Profile, again after compaction (")]
     : [];
-  return `<openviking-context>\n${
-    [...profile, FAKE_MEMORY_LINE, queryMemoryLine(prompt)].join("\n")
-  }\n</openviking-context>`;
+  const lines = [...profile, FAKE_MEMORY_LINE, queryMemoryLine(prompt)];
+  return `<openviking-context>\n${lines.join("\n")}\n</openviking-context>`;
 }
 
 /**
@@ -125,7 +123,7 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
             await tui.waitFor("slow token 10", 30_000);
             await tui.interrupt();
             const indexed = () => rig.env.sessionIndex()[0];
-            sessionId = (await poll("the session in session_index.jsonl", indexed)).sessionId;
+            sessionId = (await waitUntil(indexed, 30_000, "the session in session_index.jsonl")).sessionId;
             ov = `kc-${sessionId}`;
             const [user, assistant] = await atFake(fake, ov, 2);
             assertEquals(user, ["0", "user", slowPrompt]);
@@ -136,10 +134,11 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
               `a strict prefix: ${partial}`,
             );
             assertStringIncludes(partial, "slow token 10");
-            const state = await poll("the interrupt capture's state", async () => {
+            const captured = async () => {
               const s = await rig.captureState(sessionId);
-              return s.lastCaptureEvent !== undefined ? s : undefined;
-            });
+              return s.lastCaptureEvent !== undefined && s;
+            };
+            const state = await waitUntil(captured, 30_000, "the interrupt capture's state");
             assertEquals(state.lastCaptureEvent, "interrupt");
             const run = (await rig.hookRuns()).find((r) => r.event === "interrupt");
             console.log(`  interrupt hook: ${run?.outcome} in ${run?.durationMs} ms, commit ${run?.commit}`);
@@ -207,8 +206,8 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
             shown + 1,
           );
           await quiet.submit(later);
-          const answered = async () => (await quiet.history()).split(`ACK: ${later}`).length > 2 || undefined;
-          await poll("the answer to the question asked again", answered);
+          const answered = async () => (await quiet.history()).split(`ACK: ${later}`).length > 2;
+          await waitUntil(answered, 30_000, "the answer to the question asked again");
           assertEquals(hookBlocks(await quiet.history()).length, shown + 1, "no hook output the second time");
           const reqs = rig.mainRequests().slice(before);
           const msgs = reqs.at(-1)!.body.messages;
@@ -219,12 +218,10 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
           const runs = (await rig.hookRuns()).filter((r) => r.event === "user-prompt-submit").slice(-3);
           assertEquals(runs.map((r) => r.recall), ["context", "context", "reused"]);
           assertEquals(runs.at(-1)!.suppressed, [DEFAULT_ENTRY.uri, queryEntry(later).uri]);
-          assertEquals(
-            runs.map((r) => r.profile),
-            mode === "plugin"
-              ? ["system-prompt", "system-prompt", "system-prompt"]
-              : ["injected", "already", "already"],
-          );
+          const profiles = mode === "plugin"
+            ? Array(3).fill("system-prompt")
+            : ["injected", "already", "already"];
+          assertEquals(runs.map((r) => r.profile), profiles);
         },
       );
 
@@ -255,23 +252,14 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
             );
             assertStringIncludes(last.system, `\`${MCP_PREFIX.plugin}search\``);
             assertStringIncludes(last.system, "Name: Test User");
-            for (const text of userTexts) {
-              assertEquals(
-                [SYSTEM_PROMPT_TITLE, "Name: Test User", "Use the search/read MCP tools"].filter((x) =>
-                  text.includes(x)
-                ),
-                [],
-                text,
-              );
-            }
+            const plugins = [SYSTEM_PROMPT_TITLE, "Name: Test User", "Use the search/read MCP tools"];
+            for (const text of userTexts) assertEquals(plugins.filter((x) => text.includes(x)), [], text);
           } else {
             assertTrue(!last.system.includes(SYSTEM_PROMPT_TITLE), "no plugin system prompt in config mode");
-            assertEquals(
-              last.body.messages.filter((m) => m.role === "user" && messageText(m).includes(FAKE_PROFILE_ROW))
-                .length,
-              1,
-              "in one hook result",
+            const profiled = last.body.messages.filter((m) =>
+              m.role === "user" && messageText(m).includes(FAKE_PROFILE_ROW)
             );
+            assertEquals(profiled.length, 1, "in one hook result");
           }
           const sid = rig.env.sessionIndex().at(-1)!.sessionId;
           await expectFakeSession(fake, `kc-${sid}`, quietTurns, 3);
@@ -296,18 +284,19 @@ for (const [i, version] of KIMI_VERSIONS.entries()) {
               const done = (await quiet.history()).split(COMMAND_DONE).length;
               await quiet.submit(command);
               let approved = false;
-              await poll(`the answer to ${command}`, async () => {
+              const answered = async () => {
                 if (!approved && (await quiet.screen()).includes("1. Approve once")) {
                   approved = true;
                   await quiet.keys("1");
                 }
-                return (await quiet.history()).split(COMMAND_DONE).length > done ? true : undefined;
-              });
+                return (await quiet.history()).split(COMMAND_DONE).length > done;
+              };
+              await waitUntil(answered, 30_000, `the answer to ${command}`);
             };
             await run("/openviking-memory:remember I prefer tabs over spaces, always");
             await run("/openviking-memory:recall indentation preference");
             await run(`/openviking-memory:forget ${VIKING_URI}`);
-            await poll("three tool calls at the fake's /mcp", () => calls().length >= seen + 3 || undefined);
+            await waitUntil(() => calls().length >= seen + 3, 30_000, "three tool calls at the fake's /mcp");
             assertEquals(calls().slice(seen), [
               {
                 name: "remember",

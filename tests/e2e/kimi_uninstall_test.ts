@@ -12,6 +12,7 @@ import {
   isHookResult,
   kimiOrSkip,
   type Mode,
+  type Msg,
   Rig,
 } from "./harness.ts";
 
@@ -41,9 +42,7 @@ function userConfig(baseUrl: string, marker: string): string {
   ].join("\r\n");
 }
 
-async function exists(path: string): Promise<boolean> {
-  return await Deno.stat(path).then(() => true, () => false);
-}
+const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
 
 /** The oldest and the newest release run both modes; those between, one each, in turn (both modes seen). */
 const modesOf = (i: number): Mode[] => i === 0 || i === KIMI_RELEASES.length - 1 ? MODES : [MODES[i % 2]];
@@ -78,15 +77,12 @@ for (const [i, version] of [...KIMI_RELEASES.entries()].reverse()) {
         assertTrue(withUs.length > original.length);
       } else assertEquals(withUs, original, "plugin mode does not touch config.toml");
 
-      const r = await rig.print("hello, does my memory work with my own config?");
+      const prompt = "hello, does my memory work with my own config?";
+      const r = await rig.print(prompt);
       const first = rig.mainRequests()[0].body.messages.filter(isHookResult).map(messageText);
-      assertEquals(first, [
-        hookResult(expectedDigest(mode, "hello, does my memory work with my own config?", true)),
-      ]);
-      await expectFakeSession(fake, `kc-${r.sessionId}`, [
-        ["0", "user", "hello, does my memory work with my own config?"],
-        ["0", "assistant", "ACK: hello, does my memory work with my own config?"],
-      ], 1);
+      assertEquals(first, [hookResult(expectedDigest(mode, prompt, true))]);
+      const turn: Msg[] = [["0", "user", prompt], ["0", "assistant", `ACK: ${prompt}`]];
+      await expectFakeSession(fake, `kc-${r.sessionId}`, turn, 1);
       assertTrue(await exists(marker), "the user's own Stop hook ran too");
       const doctor = await rig.cli(["doctor"]);
       assertEquals(doctor.code, 0, doctor.stdout + doctor.stderr);
@@ -103,13 +99,11 @@ for (const [i, version] of [...KIMI_RELEASES.entries()].reverse()) {
         "config.toml is the user's again, byte for byte",
       );
       assertEquals(await exists(mcpJson), false, "mcp.json did not exist before install");
-      assertEquals(
-        await exists(join(rig.env.kimiHome, "skills")),
-        false,
-        "the memory skill went, skills/ with it",
-      );
-      const prompt = join(rig.env.kimiHome, "plugins", "managed", "openviking-memory", "system-prompt.md");
-      assertEquals(await exists(prompt), false, "the profile in the plugin's system prompt went");
+      const skills = join(rig.env.kimiHome, "skills");
+      assertEquals(await exists(skills), false, "the memory skill went, skills/ with it");
+      const plugin = join(rig.env.kimiHome, "plugins", "managed", "openviking-memory");
+      const systemPrompt = join(plugin, "system-prompt.md");
+      assertEquals(await exists(systemPrompt), false, "the profile in the plugin's system prompt went");
       assertEquals(await exists(registry), false, "plugins/installed.json did not exist before install");
 
       const seen = fake.requests.length;

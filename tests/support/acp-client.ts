@@ -6,13 +6,14 @@
 import * as acp from "@agentclientprotocol/sdk";
 import type { KimiEnv } from "./kimi.ts";
 
-/** What one `session/prompt` produced, as the client saw it. */
-export interface AcpTurn {
-  /** The prompt response's stop reason (`end_turn`, `cancelled`, …); undefined when the request failed. */
+/**
+ * What one `session/prompt` produced, as the client saw it: the response's stop reason (`end_turn`,
+ * `cancelled`, …; undefined when the request failed), every `agent_message_chunk` text joined (what the
+ * editor shows as the answer), the permission requests answered (tool call titles).
+ */
+interface AcpTurn {
   stopReason: string | undefined;
-  /** Every `agent_message_chunk` text, joined: what the editor shows as the answer. */
   text: string;
-  /** Permission requests answered during the turn (tool call titles). */
   permissions: string[];
   durationMs: number;
 }
@@ -24,7 +25,7 @@ function chunkText(update: acp.SessionUpdate): string {
 }
 
 /** Kimi did not answer in time, or exited: unlike an error reply, the connection is unusable. */
-export class AcpTransportError extends Error {}
+class AcpTransportError extends Error {}
 
 /** A running `kimi acp` with one client connection. */
 export class KimiAcp {
@@ -70,14 +71,11 @@ export class KimiAcp {
     const child = env.spawn(["acp"], { stdin: "piped" });
     const agent = new KimiAcp(child);
     try {
-      agent.initialized = await agent.#await(
-        "initialize",
-        agent.#conn.agent.request(acp.methods.agent.initialize, {
-          protocolVersion: acp.PROTOCOL_VERSION,
-          clientCapabilities: {},
-        }),
-        60_000,
-      );
+      const initialized = agent.#conn.agent.request(acp.methods.agent.initialize, {
+        protocolVersion: acp.PROTOCOL_VERSION,
+        clientCapabilities: {},
+      });
+      agent.initialized = await agent.#await("initialize", initialized, 60_000);
     } catch (e) {
       await agent.close();
       throw e;
@@ -88,12 +86,8 @@ export class KimiAcp {
   /** Waits for `reply` (a request to the agent), failing on a timeout or if Kimi exits meanwhile. */
   async #await<T>(what: string, reply: Promise<T>, timeoutMs: number): Promise<T> {
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new AcpTransportError(`ACP ${what}: no answer within ${timeoutMs} ms`)),
-        timeoutMs,
-      );
-    });
+    const late = new AcpTransportError(`ACP ${what}: no answer within ${timeoutMs} ms`);
+    const timeout = new Promise<never>((_, reject) => timer = setTimeout(() => reject(late), timeoutMs));
     const exited = this.#exited.then((s): never => {
       throw new AcpTransportError(`kimi acp exited (code ${s.code}) during ${what}:\n${this.#stderr}`);
     });
@@ -106,12 +100,8 @@ export class KimiAcp {
 
   /** `session/new` in `cwd`: returns Kimi's session id (`session_…`). */
   async newSession(cwd: string): Promise<string> {
-    const r = await this.#await(
-      "session/new",
-      this.#conn.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }),
-      60_000,
-    );
-    return r.sessionId;
+    const created = this.#conn.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
+    return (await this.#await("session/new", created, 60_000)).sessionId;
   }
 
   /** `session/prompt` with one text block; resolves when the turn ends (or the request fails). */
@@ -122,15 +112,11 @@ export class KimiAcp {
     const started = Date.now();
     let stopReason: string | undefined;
     try {
-      const r = await this.#await(
-        "session/prompt",
-        this.#conn.agent.request(acp.methods.agent.session.prompt, {
-          sessionId,
-          prompt: [{ type: "text", text }],
-        }),
-        timeoutMs,
-      );
-      stopReason = r.stopReason;
+      const answered = this.#conn.agent.request(acp.methods.agent.session.prompt, {
+        sessionId,
+        prompt: [{ type: "text", text }],
+      });
+      stopReason = (await this.#await("session/prompt", answered, timeoutMs)).stopReason;
     } catch (e) {
       if (e instanceof AcpTransportError) throw e;
     }

@@ -35,7 +35,7 @@ export function tokenize(text: string): string[] {
 }
 
 /** The deterministic unit vector for `text`: each token (and its 3-gram pieces) adds ±1 at a hashed index. */
-export function embedText(text: string, dimension: number): number[] {
+function embedText(text: string, dimension: number): number[] {
   const v = new Array<number>(dimension).fill(0);
   const add = (feature: string, weight: number) => {
     const h = fnv1a(feature);
@@ -87,7 +87,7 @@ function tripleQuoted(text: string): string {
 }
 
 /** The user lines of the "## Conversation History" block of a memory-extraction prompt. */
-export function conversationUserLines(prompt: string): string[] {
+function conversationUserLines(prompt: string): string[] {
   const lines: string[] = [];
   for (const line of prompt.split("\n")) {
     const m = line.match(/^\[\d+\]\[user\](?:\[[^\]]*\])?:\s*(.*)$/);
@@ -97,7 +97,7 @@ export function conversationUserLines(prompt: string): string[] {
 }
 
 /** A restricted-Python memory program storing the conversation's first user line as a preference. */
-export function memoryProgram(prompt: string): string {
+function memoryProgram(prompt: string): string {
   const first = conversationUserLines(prompt)[0];
   if (!first) return "sdk.commit()";
   const words = tokenize(first).filter((w) => /^[a-z0-9]+$/.test(w)).slice(0, 3);
@@ -111,7 +111,7 @@ export function memoryProgram(prompt: string): string {
 }
 
 /** The query-planner answer: one memory query with the prompt's "### Current Message". */
-export function plannerReply(prompt: string): string {
+function plannerReply(prompt: string): string {
   const m = prompt.match(/### Current Message\s*\n([\s\S]*?)(?:\n\s*\n|$)/);
   const query = m?.[1].trim() ?? "";
   return JSON.stringify({
@@ -120,7 +120,7 @@ export function plannerReply(prompt: string): string {
 }
 
 /** The recall-rewrite answer: one cited bullet per `<memory uri=…>` fragment of the prompt. */
-export function rewriteReply(prompt: string): string {
+function rewriteReply(prompt: string): string {
   const bullets: string[] = [];
   for (const m of prompt.matchAll(/<memory uri="([^"]+)"[^>]*>\s*([\s\S]*?)<\/memory>/g)) {
     const firstLine = m[2].split("\n").map((l) => l.replace(/^[-*#\s]+/, "").trim()).find((l) => l) ?? "";
@@ -130,7 +130,7 @@ export function rewriteReply(prompt: string): string {
 }
 
 /** Picks a canned reply for a chat request from what its prompt asks for. */
-export function cannedReply(body: { messages?: unknown }): CannedReply {
+function cannedReply(body: { messages?: unknown }): CannedReply {
   const messages = Array.isArray(body.messages) ? body.messages as ChatMessage[] : [];
   const all = messages.map(messageText).join("\n");
   const lower = all.toLowerCase();

@@ -7,13 +7,13 @@ export interface FakeMcpOptions {
 }
 
 /** A reply of the endpoint. */
-export interface McpReply {
+interface McpReply {
   status: number;
   headers: Record<string, string>;
   body: string;
 }
 
-/** OpenViking 0.5.2's MCP tool names, in its order (its `/mcp` tools/list; real_openviking_probe_test checks it). */
+/** OpenViking 0.5.2's MCP tool names, in its order (its `/mcp` tools/list; kimi_real_openviking_test checks it). */
 export const OPENVIKING_TOOLS = (
   "list_users list_groups get_acl set_acl privacy_tree privacy_resolve privacy_upsert find search read " +
   "download list tree remember write edit add_resource add_skill list_watches cancel_watch grep glob " +
@@ -26,10 +26,10 @@ export const OFFERED_TOOLS = ["search", "read", "list", "remember", "grep", "glo
 type Msg = Record<string, unknown>;
 
 /** A scripted reply for one POST; return `undefined` to let the fake answer normally. */
-export type McpScript = (messages: Msg[], headers: Record<string, string>) => McpReply | undefined;
+type McpScript = (messages: Msg[], headers: Record<string, string>) => McpReply | undefined;
 
 /** One SSE event of a scripted body. */
-export interface SseSpec {
+interface SseSpec {
   /** The JSON-RPC message (or raw text) of the event; split over several `data:` lines when `split` is set. */
   data?: unknown;
   /** Raw `data:` text instead of JSON (e.g. "[DONE]"). */
@@ -206,7 +206,7 @@ function jsonReply(status: number, body: unknown): McpReply {
  * A misbehaving reply: its content type, first bytes, and what it writes at each 50 ms tick (`end`: last);
  * "hang": no reply at all, like a stopped server that accepts connections.
  */
-export type Misbehaviour =
+type Misbehaviour =
   | { sse: boolean; head: string; tick: (n: number) => string | { end: string } }
   | "hang";
 

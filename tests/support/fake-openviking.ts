@@ -90,7 +90,7 @@ export interface StoredMessage {
 }
 
 /** A fake session. */
-export interface FakeSession {
+interface FakeSession {
   messages: StoredMessage[];
   commits: number;
   /** Messages before this index were archived by a commit (no longer in the session's context). */
@@ -228,7 +228,7 @@ export const FINAL_CODES = words(
 );
 
 /** The code OpenViking gives an error of HTTP `status` (see SERVER_ERROR_CODES). */
-export function serverCodeFor(status: number): string {
+function serverCodeFor(status: number): string {
   return Object.entries(SERVER_ERROR_CODES).find(([, s]) => s === status)?.[0] ?? "UNKNOWN";
 }
 
@@ -308,7 +308,7 @@ function validateMessage(m: unknown): StoredMessage {
 }
 
 /** Default recall result of the context face. */
-export const DEFAULT_RENDERED =
+const DEFAULT_RENDERED =
   `<memory uri="viking://user/default/memories/preferences/indent.md" type="preferences" score="0.87" detail="abstract">\nUser prefers tabs over spaces.\n</memory>`;
 
 /** The default memory as the context face lists it (the real 0.5.2 server's entry shape). */
@@ -577,26 +577,19 @@ export class FakeOpenViking {
       if (method === "POST" && url.pathname === "/api/v1/pack/export" && !this.options.noPack) {
         const root = own(String(requireObject(body).uri));
         const files = Object.fromEntries([...this.files].filter(([u]) => u.startsWith(`${root}/`)));
-        if (!Object.keys(files).length) {
-          throw notFound(`not found: ${root}`, root);
-        }
+        if (!Object.keys(files).length) throw notFound(`not found: ${root}`, root);
         const base = root.slice(root.lastIndexOf("/") + 1);
-        const entries = Object.fromEntries(
-          Object.entries(files).map(([u, t]) => [base + u.slice(root.length), t]),
-        );
-        return sendRaw(
-          res,
-          200,
-          { "content-type": "application/zip" },
-          zipOf({ [`${base}/`]: "", ...entries }),
-        );
+        const entries = Object.entries(files).map(([u, t]) => [base + u.slice(root.length), t]);
+        const zip = zipOf({ [`${base}/`]: "", ...Object.fromEntries(entries) });
+        return sendRaw(res, 200, { "content-type": "application/zip" }, zip);
       }
       const admin = ADMIN_ROUTE.exec(url.pathname);
       const result = admin ? this.admin(method, url, admin, body, who) : this.route(method, url, body, who);
       record.handled = ++this.handledCount;
       if (fault?.lostReply || req.socket.destroyed) {
-        this.lostReplyMessages += Array.isArray((body as { messages?: unknown[] })?.messages)
-          ? (body as { messages: unknown[] }).messages.length
+        const batch = (body as { messages?: unknown[] } | undefined)?.messages;
+        this.lostReplyMessages += Array.isArray(batch)
+          ? batch.length
           : url.pathname.endsWith("/messages")
           ? 1
           : 0;
@@ -608,15 +601,9 @@ export class FakeOpenViking {
       return send(res, 200, { status: "ok", result });
     } catch (error) {
       if (error instanceof HttpError) {
-        return send(res, error.status, {
-          status: "error",
-          result: null,
-          error: {
-            code: error.code,
-            message: error.message,
-            ...(error.details ? { details: error.details } : {}),
-          },
-        });
+        const details = error.details ? { details: error.details } : {};
+        const reply = { code: error.code, message: error.message, ...details };
+        return send(res, error.status, { status: "error", result: null, error: reply });
       }
       return send(res, 500, { status: "error", error: { code: "INTERNAL", message: String(error) } });
     }
@@ -627,17 +614,18 @@ export class FakeOpenViking {
     headers: Record<string, string>,
     path: string,
   ): { user: string; root: boolean } | undefined {
-    if (!this.options.apiKey && !this.options.rootKey) return undefined;
+    const { apiKey, rootKey, taggedKeys } = this.options;
+    if (!apiKey && !rootKey) return undefined;
     const auth = headers.authorization;
     const key = auth?.startsWith("Bearer ") ? auth.slice(7) : undefined;
-    if (this.options.rootKey && key === this.options.rootKey) {
+    if (rootKey && key === rootKey) {
       if (path !== "/health" && !ROOT_ROUTES.test(path)) {
         throw new HttpError(403, "PERMISSION_DENIED", ROOT_KEY_REFUSAL);
       }
       return { user: "default", root: true };
     }
-    const tagged = this.options.taggedKeys && key?.startsWith(`${this.options.apiKey}-`);
-    if (key !== undefined && (key === this.options.apiKey || tagged)) return { user: "default", root: false };
+    const tagged = taggedKeys && key?.startsWith(`${apiKey}-`);
+    if (key !== undefined && (key === apiKey || tagged)) return { user: "default", root: false };
     for (const users of this.accounts.values()) {
       for (const [user, u] of users) if (u.key === key) return { user, root: false };
     }
@@ -660,9 +648,7 @@ export class FakeOpenViking {
     const [, account, user] = m.map((v) => v && decodeURIComponent(v));
     const b = method === "POST" ? requireObject(body ?? {}) : {};
     const users = account === undefined ? undefined : this.accounts.get(account);
-    if (account !== undefined && !users) {
-      throw notFound(`Account not found: ${account}`, account, "account");
-    }
+    if (account !== undefined && !users) throw notFound(`Account not found: ${account}`, account, "account");
     const add = (to: Map<string, FakeUser>, acct: string, id: string, role: string) => {
       to.set(id, { role, key: userKey(acct, id) });
       return to.get(id)!.key;
@@ -696,9 +682,7 @@ export class FakeOpenViking {
     }
     if (method === "POST" && users && user !== undefined) {
       const u = users.get(user);
-      if (!u) {
-        throw notFound(`User not found: ${user}`, user, "user");
-      }
+      if (!u) throw notFound(`User not found: ${user}`, user, "user");
       return { user_key: add(users, account!, user, u.role) };
     }
     throw new HttpError(405, "METHOD_NOT_ALLOWED", "Method Not Allowed");
@@ -707,9 +691,7 @@ export class FakeOpenViking {
   private session(id: string, create: boolean): FakeSession {
     let s = this.sessions.get(id);
     if (!s && create) this.sessions.set(id, s = { messages: [], commits: 0 });
-    if (!s) {
-      throw notFound(`Session not found: ${id}`, id, "session");
-    }
+    if (!s) throw notFound(`Session not found: ${id}`, id, "session");
     return s;
   }
 
@@ -767,11 +749,8 @@ export class FakeOpenViking {
       const uri = own(q.get("uri") ?? "");
       const under = [...this.files.keys()].filter((u) => u.startsWith(`${uri}/`));
       if (!under.length) throw notFound(`${uri} not found`, uri);
-      return under.map((u) => ({
-        uri: u,
-        isDir: false,
-        modTime: this.modTimes.get(u) ?? "2026-01-01T00:00:00Z",
-      }));
+      const modTime = (uri: string) => this.modTimes.get(uri) ?? "2026-01-01T00:00:00Z";
+      return under.map((uri) => ({ uri, isDir: false, modTime: modTime(uri) }));
     }
     if (method === "DELETE" && p === "/api/v1/fs") {
       const uri = own(q.get("uri") ?? "");
@@ -804,9 +783,7 @@ export class FakeOpenViking {
     if (method === "GET" && p === "/api/v1/content/read") {
       const uri = own(q.get("uri") ?? "");
       const content = this.files.get(uri);
-      if (content === undefined) {
-        throw notFound(`File not found: ${uri}`, uri, "file");
-      }
+      if (content === undefined) throw notFound(`File not found: ${uri}`, uri, "file");
       return content;
     }
     if (method === "GET" && p === "/api/v1/tasks") {
@@ -823,9 +800,7 @@ export class FakeOpenViking {
     const task = /^\/api\/v1\/tasks\/([^/]+)$/.exec(p);
     if (task && method === "GET") {
       const t = this.tasks.get(decodeURIComponent(task[1]));
-      if (!t) {
-        throw notFound("Task not found or expired", task[1], "task");
-      }
+      if (!t) throw notFound("Task not found or expired", task[1], "task");
       return t;
     }
     const ctx = /^\/api\/v1\/sessions\/([^/]+)\/context$/.exec(p);
@@ -854,12 +829,8 @@ export class FakeOpenViking {
         throw notFound(`Archive archive_${archive[2]} not found`); // 0.5.2 names nothing here
       }
       const messages = s.messages.slice(n > 1 ? ends[n - 2] : 0, ends[n - 1]);
-      return {
-        archive_id: `archive_${archive[2]}`,
-        abstract: "",
-        overview: "",
-        messages: messages.map(asServerMessage),
-      };
+      const id = `archive_${archive[2]}`;
+      return { archive_id: id, abstract: "", overview: "", messages: messages.map(asServerMessage) };
     }
     const config = /^\/api\/v1\/sessions\/([^/]+)\/config$/.exec(p);
     if (config && method === "PATCH") {
@@ -894,12 +865,12 @@ export class FakeOpenViking {
         const msgs = b.messages.map(validateMessage);
         const s = this.session(id, true);
         s.messages.push(...msgs);
-        return {
-          session_id: id,
+        const count = {
           message_count: s.messages.length,
           added: msgs.length,
           pending_tokens: pendingTokens(s),
         };
+        return { session_id: id, ...count };
       }
       if (m[2] === "/commit") {
         if (body !== undefined) requireObject(body);
@@ -911,9 +882,8 @@ export class FakeOpenViking {
         s.archived = s.messages.length;
         s.archiveEnds = [...(s.archiveEnds ?? []), s.messages.length];
         const taskId = `task-${id}-${s.commits}`;
-        const archive = `viking://user/default/sessions/${id}/history/archive_${
-          String(s.commits).padStart(3, "0")
-        }`;
+        const n = String(s.commits).padStart(3, "0");
+        const archive = `viking://user/default/sessions/${id}/history/archive_${n}`;
         const diffUri = `${archive}/memory_diff.json`;
         const done = this.taskOutcome === "completed";
         this.tasks.set(taskId, {
@@ -933,15 +903,8 @@ export class FakeOpenViking {
             : null,
           error: this.taskOutcome === "failed" ? this.taskError : null,
         });
-        if (done) {
-          this.files.set(
-            diffUri,
-            JSON.stringify({
-              archive_uri: archive,
-              operations: { adds: this.memoryAdds, updates: [], deletes: [] },
-            }),
-          );
-        }
+        const operations = { adds: this.memoryAdds, updates: [], deletes: [] };
+        if (done) this.files.set(diffUri, JSON.stringify({ archive_uri: archive, operations }));
         return { session_id: id, status: "accepted", task_id: taskId, archive_uri: archive, archived: true };
       }
     }
@@ -950,12 +913,12 @@ export class FakeOpenViking {
 }
 
 /** Normalises a path to a route key (session ids become ":id"). */
-export function routeOf(path: string): string {
+function routeOf(path: string): string {
   return path.replace(/^\/api\/v1\/sessions\/[^/]+/, "/api/v1/sessions/:id");
 }
 
 /** Whether a fault/record pattern matches a route key. */
-export function routeMatches(pattern: string, route: string): boolean {
+function routeMatches(pattern: string, route: string): boolean {
   if (pattern === "*" || pattern === route) return true;
   if (pattern.endsWith("*")) return route.startsWith(pattern.slice(0, -1));
   return false;

@@ -1,7 +1,7 @@
 /** A server that takes every connection and never answers: what a hung OpenViking looks like to a client. */
 
 /** A running hung server. */
-export interface HungServer {
+interface HungServer {
   url: string;
   port: number;
   /** The request line of each connection it took ("POST /api/v1/search/search HTTP/1.1"), as they came. */

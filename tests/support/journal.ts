@@ -15,7 +15,7 @@ export function linesOf(text: string): JournalLine[] {
 }
 
 /** Options of a journal. */
-export interface JournalOptions {
+interface JournalOptions {
   /** v2 engine (default) or legacy. */
   v2?: boolean;
   /** 2.1.0 also writes `turnId` on `turn.prompt`. */

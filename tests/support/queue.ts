@@ -70,7 +70,7 @@ export async function keepRefused(
 }
 
 /** One item of our queue, flattened: a message or a commit, in replay order. */
-export interface QueuedItem {
+interface QueuedItem {
   sessionId: string;
   kind: "message" | "commit";
   payload?: { role: string; content: string; turn_id?: string };

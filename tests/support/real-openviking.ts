@@ -10,33 +10,29 @@ import { withLock } from "../../lib/lock.ts";
 export const OPENVIKING_VERSION = "0.5.2";
 
 /** The server cannot be installed or started here; `message` says why. */
-export class OpenVikingUnavailable extends Error {
+class OpenVikingUnavailable extends Error {
   override name = "OpenVikingUnavailable";
 }
 
 /** How the started server authenticates: `dev` (no key, loopback only) or `api_key` (root key + a user key). */
 type RealAuthMode = "dev" | "api_key";
 
-/** A running OpenViking server. */
+/**
+ * A running OpenViking server: its base URL (no trailing slash); in api_key mode the user key to send as
+ * `Authorization: Bearer`, its account and user, and the root key; the model stub; the process id; the
+ * milliseconds from spawn to a healthy `/health`; `stop()` stops the server and the stub and removes the temp
+ * dir (kept when `OPENVIKING_KEEP=1`).
+ */
 export interface RealOpenViking {
-  /** Base URL without a trailing slash. */
   url: string;
-  /** Key to send as `Authorization: Bearer` (the user key in `api_key` mode; undefined in dev mode). */
   apiKey?: string;
-  /** The root key (api_key mode). */
   rootApiKey?: string;
-  /** Account id of `apiKey`. */
   account?: string;
-  /** User id of `apiKey`. */
   user?: string;
   mode: RealAuthMode;
-  /** The model stub. */
   stub: EmbeddingStub;
-  /** Server process id. */
   pid: number;
-  /** Milliseconds from spawn to a healthy `/health`. */
   startupMs: number;
-  /** Stop the server and the stub and remove the temp dir (kept when `OPENVIKING_KEEP=1`). */
   stop(): Promise<void>;
 }
 
@@ -67,10 +63,9 @@ function tail(text: string, lines = 25): string {
 /** The first Python >= 3.10 found (`OPENVIKING_PYTHON`, then python3.12/3.11/3.13/3.10/python3). */
 async function findPython(): Promise<string | undefined> {
   const fromEnv = Deno.env.get("OPENVIKING_PYTHON");
-  const candidates = fromEnv
-    ? [fromEnv]
-    : ["python3.12", "python3.11", "python3.13", "python3.10", "python3"];
-  for (const py of candidates) {
+  for (
+    const py of fromEnv ? [fromEnv] : ["python3.12", "python3.11", "python3.13", "python3.10", "python3"]
+  ) {
     const r = await run(py, ["-c", "import sys; print(int(sys.version_info[:2] >= (3, 10)))"]);
     if (r.ok && r.output.trim().endsWith("1")) return py;
   }
@@ -187,19 +182,14 @@ export async function startRealOpenViking(auth: RealAuthMode = "dev"): Promise<R
   let child: Deno.ChildProcess | undefined;
   const cleanup = async () => {
     if (child) {
-      try {
-        child.kill("SIGTERM");
-      } catch { /* ignored */ }
-      const done = await Promise.race([
-        child.status.then(() => true),
-        new Promise<false>((r) => setTimeout(() => r(false), 15_000)),
-      ]);
-      if (!done) {
+      const kill = (signal: Deno.Signal) => {
         try {
-          child.kill("SIGKILL");
-        } catch { /* ignored */ }
-        await child.status;
-      }
+          child!.kill(signal);
+        } catch { /* gone */ }
+      };
+      kill("SIGTERM");
+      const timer = setTimeout(() => kill("SIGKILL"), 15_000);
+      await child.status.finally(() => clearTimeout(timer));
       child = undefined;
     }
     await stub.stop();
@@ -241,38 +231,28 @@ export async function startRealOpenViking(auth: RealAuthMode = "dev"): Promise<R
       );
     }
     const startupMs = Math.round(performance.now() - started);
-    let apiKey: string | undefined;
-    let account: string | undefined;
-    let user: string | undefined;
-    if (rootApiKey) {
-      account = "kimi-e2e";
-      user = "coder";
-      await postJson(`${url}/api/v1/admin/accounts`, rootApiKey, {
-        account_id: account,
-        admin_user_id: "admin",
-      });
-      const created = await postJson(`${url}/api/v1/admin/accounts/${account}/users`, rootApiKey, {
-        user_id: user,
-        role: "user",
-      });
-      const result = created.result as Record<string, unknown> | undefined;
-      apiKey = typeof result?.user_key === "string" ? result.user_key : undefined;
-      if (!apiKey) {
-        throw new OpenVikingUnavailable(`user creation returned no key: ${JSON.stringify(created)}`);
-      }
-    }
-    return {
+    const server: RealOpenViking = {
       url,
-      apiKey,
       rootApiKey,
-      account,
-      user,
       mode: auth,
       stub,
       pid: child.pid,
       startupMs,
       stop: cleanup,
     };
+    if (!rootApiKey) return server;
+    const [account, user] = ["kimi-e2e", "coder"];
+    const accounts = `${url}/api/v1/admin/accounts`;
+    await postJson(accounts, rootApiKey, { account_id: account, admin_user_id: "admin" });
+    const created = await postJson(`${accounts}/${account}/users`, rootApiKey, {
+      user_id: user,
+      role: "user",
+    });
+    const apiKey = (created.result as Record<string, unknown> | undefined)?.user_key;
+    if (typeof apiKey !== "string") {
+      throw new OpenVikingUnavailable(`user creation returned no key: ${JSON.stringify(created)}`);
+    }
+    return { ...server, apiKey, account, user };
   } catch (e) {
     await cleanup();
     if (e instanceof OpenVikingUnavailable) throw e;

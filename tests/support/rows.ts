@@ -7,7 +7,7 @@
 import { textColumns } from "../../lib/columns.ts";
 
 /** Columns Kimi's TUI indents hook output by. */
-export const HOOK_INDENT = 3;
+const HOOK_INDENT = 3;
 
 /** Rows `text` takes at `cols` columns, each line indented by `indent` (an empty text takes none). */
 export function terminalRows(text: string, cols = 160, indent = HOOK_INDENT): number {

@@ -53,7 +53,7 @@ export function denoEnv(): Record<string, string> {
 }
 
 /** How {@link runProcess} runs a command. */
-export interface ProcessOptions {
+interface ProcessOptions {
   /** The environment (with `clearEnv`, all of it). */
   env?: Record<string, string>;
   clearEnv?: boolean;

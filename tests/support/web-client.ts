@@ -8,13 +8,14 @@
 import * as z from "zod/mini";
 import { type KimiEnv, waitUntil } from "./kimi.ts";
 
-/** What one prompt produced. */
-export interface WebTurn {
-  /** The session's `last_turn_reason` once the turn is over: `completed`, `failed` or `cancelled`. */
+/**
+ * What one prompt produced: the session's `last_turn_reason` once the turn is over (`completed`, `failed` or
+ * `cancelled`), the text of each assistant message after the prompt in order (what the web UI shows as the
+ * answer), the tool approvals granted during the turn (their `action` texts).
+ */
+interface WebTurn {
   reason: string;
-  /** Text of each assistant message after the prompt, in order (what the web UI shows as the answer). */
   texts: string[];
-  /** Tool approvals granted during the turn (their `action` texts). */
   approvals: string[];
   durationMs: number;
 }
@@ -65,12 +66,10 @@ export class KimiWeb {
     }
     let exited = false;
     child.status.then(() => exited = true);
+    const banner = /Local:\s+(http:\/\/127\.0\.0\.1:\d+)\/\S*\s[\s\S]*?Token:\s+(\S+)/;
     try {
       const [, url, token] = await waitUntil(
-        () =>
-          exited
-            ? ["", "", ""]
-            : output.text.match(/Local:\s+(http:\/\/127\.0\.0\.1:\d+)\/\S*\s[\s\S]*?Token:\s+(\S+)/),
+        () => exited ? ["", "", ""] : output.text.match(banner),
         60_000,
         "the kimi web banner",
       );
@@ -121,45 +120,30 @@ export class KimiWeb {
    */
   async prompt(sessionId: string, text: string, timeoutMs = 90_000): Promise<WebTurn> {
     const started = Date.now();
+    const at = `/api/v1/sessions/${sessionId}`;
     const accepted = Accepted.parse(
-      await this.api("POST", `/api/v1/sessions/${sessionId}/prompts`, { content: [{ type: "text", text }] }),
+      await this.api("POST", `${at}/prompts`, { content: [{ type: "text", text }] }),
     );
     const approvals: string[] = [];
-    const s = await waitUntil(
-      async () => {
-        const pending = Approvals.parse(
-          await this.api("GET", `/api/v1/sessions/${sessionId}/approvals?status=pending`),
-        );
-        for (const a of pending.items) {
-          await this.api("POST", `/api/v1/sessions/${sessionId}/approvals/${a.approval_id}`, {
-            decision: "approved",
-          });
-          approvals.push(a.action ?? "");
-        }
-        const prompts = PromptsData.parse(await this.api("GET", `/api/v1/sessions/${sessionId}/prompts`));
-        if (prompts.active !== null || prompts.queued.length > 0) return undefined;
-        const session = await this.session(sessionId);
-        return !session.busy && !session.main_turn_active && session.last_turn_reason ? session : undefined;
-      },
-      timeoutMs,
-      `the web prompt ${JSON.stringify(text)} to finish`,
-    );
-    const after = Messages.parse(
-      await this.api(
-        "GET",
-        `/api/v1/sessions/${sessionId}/messages?after_id=${accepted.user_message_id}&role=assistant&page_size=100`,
-      ),
-    );
+    const idle = async () => {
+      const pending = Approvals.parse(await this.api("GET", `${at}/approvals?status=pending`));
+      for (const a of pending.items) {
+        await this.api("POST", `${at}/approvals/${a.approval_id}`, { decision: "approved" });
+        approvals.push(a.action ?? "");
+      }
+      const prompts = PromptsData.parse(await this.api("GET", `${at}/prompts`));
+      if (prompts.active !== null || prompts.queued.length > 0) return undefined;
+      const session = await this.session(sessionId);
+      return !session.busy && !session.main_turn_active && session.last_turn_reason ? session : undefined;
+    };
+    const s = await waitUntil(idle, timeoutMs, `the web prompt ${JSON.stringify(text)} to finish`);
+    const query = `after_id=${accepted.user_message_id}&role=assistant&page_size=100`;
+    const after = Messages.parse(await this.api("GET", `${at}/messages?${query}`));
     const texts = after.items
       .toSorted((a, b) => String(a.created_at).localeCompare(String(b.created_at)))
       .map((m) => m.content.filter((p) => p.type === "text").map((p) => p.text ?? "").join(""))
       .filter((t) => t.length > 0);
-    return {
-      reason: s.last_turn_reason ?? "",
-      texts,
-      approvals,
-      durationMs: Date.now() - started,
-    };
+    return { reason: s.last_turn_reason ?? "", texts, approvals, durationMs: Date.now() - started };
   }
 
   /** Stops the server (SIGTERM, then SIGKILL after 10 s). */
