@@ -1,7 +1,7 @@
 import { assertEquals, assertTrue } from "../tests/support/assert.ts";
 import { CREDENTIALS, NOT_SECRETS } from "../tests/support/credentials.ts";
 import { assertLinear, mb } from "../tests/support/linear.ts";
-import { CREDENTIAL_RULES, redact, REDACTED } from "./redact.ts";
+import { CREDENTIAL_RULES, MAX_PRINTS, redact, REDACTED, secretPrint } from "./redact.ts";
 
 /** A case: its text with each secret marked `«…»`, then the text and what redaction must make of it. */
 const marked = (c: string | [string, string]): [string, string] =>
@@ -316,6 +316,36 @@ Deno.test("redact: a secret recognised once is redacted wherever it recurs in th
   let secrets = ""; // one pass for all that are learned, not one per secret
   for (let i = 0; secrets.length < 1 << 18; i++) secrets += `pwd=pw${String(i).padStart(5, "0")}\n`;
   assertLinear("redact with seen", (t) => redact(t, new Set()), { "distinct secrets": secrets });
+});
+
+Deno.test("redact: a secret an earlier capture learned is redacted by its print alone, bare only", () => {
+  const seen = new Set<string>();
+  redact("db_password=Tr0ub4dorXq9\nthe token: 'k3y-Pa55w0rd'", seen);
+  const prints = new Set([...seen].map(secretPrint));
+  assertTrue(
+    [...prints].every((p) => !p.includes("Tr0ub") && !p.includes("Pa55")),
+    "a print holds no secret",
+  );
+  assertEquals(
+    redact(
+      "retry Tr0ub4dorXq9, then (k3y-Pa55w0rd); xTr0ub4dorXq9 and Tr0ub4dorXq90 are words",
+      undefined,
+      prints,
+    ),
+    `retry ${REDACTED}, then (${REDACTED}); xTr0ub4dorXq9 and Tr0ub4dorXq90 are words`,
+  );
+  assertEquals(
+    redact("overlapping Tr0ub4dorXq9Tr0ub4dorXq9", undefined, prints),
+    "overlapping Tr0ub4dorXq9Tr0ub4dorXq9",
+  );
+  assertEquals(redact("é Tr0ub4dorXq9 😀", undefined, prints), `é ${REDACTED} 😀`);
+  const many = new Set(
+    Array.from({ length: MAX_PRINTS }, (_, i) => secretPrint(`pw-${"x".repeat(i % 40)}-${i}`)),
+  );
+  assertLinear("redact with prints", (t) => redact(t, undefined, many), {
+    "prose": mb("a word and another "),
+    "one secret over and over": mb("pw-xx-2 "),
+  });
 });
 
 Deno.test("redact: a <private> span's content (each line, ≥ 6 characters) is learned into `seen`", () => {

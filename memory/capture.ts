@@ -6,6 +6,7 @@
 import { type Cause, causeOf } from "../openviking/advice.ts";
 import { Budget, type OpenVikingClient } from "../openviking/client.ts";
 import { dirName, joinPath, kimiHome } from "../lib/paths.ts";
+import { MAX_PRINTS } from "../lib/redact.ts";
 import {
   destinationOf,
   hasUnsent,
@@ -229,6 +230,7 @@ async function stateAfter(run: Run, state: SessionState, plan: Plan, acked: numb
   return {
     ...state,
     capturedKeys: [...state.capturedKeys, ...ack.keys, ...prompts],
+    secretPrints: [...new Set([...state.secretPrints, ...plan.learned])].slice(-MAX_PRINTS),
     ackedBelow: ack.ackedBelow,
     capturedSinceCommit: state.capturedSinceCommit + captured,
     lastAckedKey: ack.keys.at(-1) ?? state.lastAckedKey,
@@ -244,7 +246,7 @@ async function stateAfter(run: Run, state: SessionState, plan: Plan, acked: numb
 
 /** What the journal after the cursor still plans: one step's turns, or all of them (`whole`). */
 function planFrom(run: Run, state: SessionState, whole = false): Plan {
-  const options = whole ? { ...run.planOptions, maxTurns: undefined } : run.planOptions;
+  const options = { ...run.planOptions, prints: state.secretPrints, ...whole ? { maxTurns: undefined } : {} };
   return planCapture(run.scan.turns.turns, new Set(state.capturedKeys), state.ackedBelow, options);
 }
 
