@@ -225,7 +225,7 @@ const wordSet = (list: string): ReadonlySet<string> => new Set(list.split(" "));
 /** Words that make a key name a secret's, wherever they stand in it. */
 const SECRET_WORDS = wordSet(
   "secret token password passwd pwd pass passphrase credential credentials creds auth apikey " +
-    "accesstoken authtoken secretkey privatekey accesskey sig signature",
+    "accesstoken authtoken secretkey privatekey accesskey sig signature sshpass",
 );
 
 /** Last words that make a key name one about a secret, not of one: `TOKEN_URL`, `password_file`, `token_type`. */
@@ -506,6 +506,9 @@ const ORACLE_LOGON = orAfterEscape(
   /\b((?:jdbc:oracle:(?:thin|oci):|(?:sqlplus|sqlldr|expdp|impdp|rman)(?:[ \t]+-\w+)*[ \t]+)[^\s/@:"']+\/)([^\s/@"'\\]+)(?=@)/gi,
 );
 
+/** A Go SQL driver's DSN, `user:password@tcp(host)/db` (or `unix(…)`, `udp(…)`): the password. */
+const GO_SQL_DSN = orAfterEscape(/(?<![\w.-])([\w.-]+:)([^\s@:"'\\]+)(?=@(?:tcp6?|udp|unix)\()/g);
+
 /** What `vault operator init` prints: `Unseal Key 1: …`, `Recovery Key 1: …`. */
 const VAULT_INIT_KEY = orAfterEscape(
   /\b((?:Unseal|Recovery)[ \t]+Key[ \t]+\d+:[ \t]*)([A-Za-z0-9+/]{20,}={0,2})/g,
@@ -588,6 +591,7 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   "password-option": headed(PASSWORD_OPTION, valued(true)),
   pgpass: headed(PGPASS_LINE, valued(true)),
   "oracle-logon": headed(ORACLE_LOGON, all),
+  "go-sql-dsn": headed(GO_SQL_DSN, all),
   "vault-init-key": headed(VAULT_INIT_KEY, all),
   "curl-cookie": (text, hide = plain) =>
     text.replace(CURL_COOKIE, (_m, head, _q, pairs) => head + redactCookies(pairs, false, hide)),

@@ -168,6 +168,8 @@ Deno.test("redact: every rule is linear — 1 MB of its worst case in well under
     "CR runs before END lines": mb("\r\r\n-----END PRIVATE KEY-----"),
     "curl cookie options without =": mb("-b a"),
     "Oracle logons never ending": mb("sqlplus a/"),
+    "Go DSNs never reaching @tcp(": mb("a:b/"),
+    "Go DSN users glued by colons": mb("a:"),
     "Slack webhook paths": mb("hooks.slack.com/services/"),
     // pasted JSON: escapes and escaped quotes
     "JSON escapes": mb("\\n"),

@@ -561,6 +561,10 @@ export const CREDENTIALS: readonly Credential[] = [
     "lQVYBGVk3mEBDADQk7R0mJx8GvLq2sYcUo1p",
     "Xn3KfWb5aH9dTe6ZrQ2Vj4Lm7Nc",
   ),
+  // Session 12's attack: each was sent as it was.
+  sample("assignment", "SSHPASS={} sshpass -e ssh deploy@web1", "ss4hEnv", "Pa55x"),
+  sample("go-sql-dsn", 'sql.Open("mysql", "app:{}@tcp(db:3306)/app?parseTime=true")', "Tr0ub4", "dorXq"),
+  sample("go-sql-dsn", "DSN=root:{}@unix(/var/run/mysqld/mysqld.sock)/app", "S3cr3t", "Pass"),
 ];
 
 /**
