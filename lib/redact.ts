@@ -689,14 +689,16 @@ function basePower(base: number, n: number): number {
 
 /**
  * Every bare recurrence of a secret whose {@link secretPrint} is in `prints` replaced with `[REDACTED]`: one rolling
- * hash over `text` per length the prints have (linear in the text for a bounded set).
+ * hash over `text` per length the prints have that fits in it (linear in the text for a bounded set).
  */
 function redactPrinted(text: string, prints: ReadonlySet<string>): string {
   const firsts = new Map<number, Set<number>>(); // per length, the first hashes (a number looked up per step)
   for (const p of prints) {
     const [length, h1] = p.split(":");
     const n = Number(length);
-    if (n >= MIN_LEARNED) firsts.set(n, (firsts.get(n) ?? new Set()).add(Number.parseInt(h1, 36) | 0));
+    if (n >= MIN_LEARNED && n <= text.length) {
+      firsts.set(n, (firsts.get(n) ?? new Set()).add(Number.parseInt(h1, 36) | 0));
+    }
   }
   const spans: [number, number][] = [];
   for (const [length, hashes] of firsts) {
