@@ -6,7 +6,7 @@
 import { type Cause, causeOf } from "../openviking/advice.ts";
 import { Budget, type OpenVikingClient } from "../openviking/client.ts";
 import { dirName, joinPath, kimiHome } from "../lib/paths.ts";
-import { MAX_PRINTS } from "../lib/redact.ts";
+import { MAX_PRINTS, redact } from "../lib/redact.ts";
 import {
   destinationOf,
   hasUnsent,
@@ -526,7 +526,8 @@ async function sendKeptAndCommit(
   };
   let state = start;
   if (due.length) {
-    const messages = due.map((p) => ({ role: "user" as const, content: p.text }));
+    const prints = new Set(ctx.config.redact ? start.secretPrints : []); // kept before a capture learned them
+    const messages = due.map((p) => ({ role: "user" as const, content: redact(p.text, undefined, prints) }));
     const sent = await sendMessages(client, ctx.ovSessionId, messages, {
       ...{ budget: mode.budget, pendingDir: ctx.pendingDir, ...queue },
       onAcked: async (acked) => await save(settled(acked)),
