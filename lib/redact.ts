@@ -662,7 +662,7 @@ function redactSeen(text: string, seen: ReadonlySet<string>): string {
 /** The two odd bases of a print's polynomial hashes, each modulo 2^32 (`Math.imul`: integer arithmetic only). */
 const [B1, B2] = [0x01000193, 0x5bd1e995];
 /** The most prints a session keeps (the newest). */
-export const MAX_PRINTS = 256;
+export const MAX_PRINTS = 64;
 
 const printOf = (length: number, h1: number, h2: number) =>
   `${length}:${(h1 >>> 0).toString(36)}:${(h2 >>> 0).toString(36)}`;
