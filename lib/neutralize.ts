@@ -20,8 +20,11 @@ const LINE_BREAK = /\r\n?|[\x85\u2028\u2029]/g;
 const INVISIBLE =
   /(?![\t\n\u200c\u200d])(?:(?<!\p{Emoji})[\ufe0e\ufe0f]|(?<!\p{Ideographic})[\u{e0100}-\u{e01ef}]|(?<!\p{sc=Mongolian})[\u180b-\u180d\u180f]|(?![\ufe0e\ufe0f\u{e0100}-\u{e01ef}\u180b-\u180d\u180f])[\p{Cc}\p{Cf}\p{DI}])/gu;
 
-/** `<` and what a reader takes for one: fullwidth `＜`, small `﹤`, angle brackets and quotes `‹ 〈 〈 ⟨ ❮ ˂`. */
-const LESS_THAN = "<\uff1c\ufe64\u2039\u2329\u3008\u27e8\u276e\u02c2";
+/**
+ * `<` and what a reader takes for one: fullwidth `＜`, small `﹤`, angle brackets and quotes `‹ 〈 〈 ⟨ ❮ ˂`, and the
+ * rest of Unicode's confusables of `<` and its ornament brackets `ᐸ ᚲ 𝈶 ❬ ❰ ⧼`.
+ */
+const LESS_THAN = "<\uff1c\ufe64\u2039\u2329\u3008\u27e8\u276e\u02c2\u1438\u16b2\u{1d236}\u276c\u2770\u29fc";
 
 /** A {@link LESS_THAN} that starts something tag-like (joiners and marks in between do not hide it), or ends the
  * text. */

@@ -225,7 +225,7 @@ const wordSet = (list: string): ReadonlySet<string> => new Set(list.split(" "));
 /** Words that make a key name a secret's, wherever they stand in it. */
 const SECRET_WORDS = wordSet(
   "secret token password passwd pwd pass passphrase credential credentials creds auth apikey " +
-    "accesstoken authtoken secretkey privatekey accesskey sig signature",
+    "accesstoken authtoken secretkey privatekey accesskey sig signature sshpass",
 );
 
 /** Last words that make a key name one about a secret, not of one: `TOKEN_URL`, `password_file`, `token_type`. */
@@ -506,6 +506,9 @@ const ORACLE_LOGON = orAfterEscape(
   /\b((?:jdbc:oracle:(?:thin|oci):|(?:sqlplus|sqlldr|expdp|impdp|rman)(?:[ \t]+-\w+)*[ \t]+)[^\s/@:"']+\/)([^\s/@"'\\]+)(?=@)/gi,
 );
 
+/** A Go SQL driver's DSN, `user:password@tcp(host)/db` (or `unix(…)`, `udp(…)`): the password. */
+const GO_SQL_DSN = orAfterEscape(/(?<![\w.-])([\w.-]+:)([^\s@:"'\\]+)(?=@(?:tcp6?|udp|unix)\()/g);
+
 /** What `vault operator init` prints: `Unseal Key 1: …`, `Recovery Key 1: …`. */
 const VAULT_INIT_KEY = orAfterEscape(
   /\b((?:Unseal|Recovery)[ \t]+Key[ \t]+\d+:[ \t]*)([A-Za-z0-9+/]{20,}={0,2})/g,
@@ -588,6 +591,7 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   "password-option": headed(PASSWORD_OPTION, valued(true)),
   pgpass: headed(PGPASS_LINE, valued(true)),
   "oracle-logon": headed(ORACLE_LOGON, all),
+  "go-sql-dsn": headed(GO_SQL_DSN, all),
   "vault-init-key": headed(VAULT_INIT_KEY, all),
   "curl-cookie": (text, hide = plain) =>
     text.replace(CURL_COOKIE, (_m, head, _q, pairs) => head + redactCookies(pairs, false, hide)),
@@ -623,40 +627,115 @@ function learnable(secret: string): string {
   return (quote && s.endsWith(quote.at(-1)!) ? s.slice(quote.length, -quote.length) : s).trim();
 }
 
+/** Whether a character is a word's (a secret recurs bare: not inside a longer word). */
+const wordChar = (c: string | undefined) => c !== undefined && /\w/.test(c);
+
+/** Whether `text[at, end)` stands bare: no word character glued to a word character at either end. */
+const bareSpan = (text: string, at: number, end: number) =>
+  !(wordChar(text[at]) && wordChar(text[at - 1])) && !(wordChar(text[end - 1]) && wordChar(text[end]));
+
+/** `text` with the `spans` (sorted by start) replaced by one `[REDACTED]` per run of overlapping ones. */
+function redactSpans(text: string, spans: readonly [number, number][]): string {
+  let [out, from, end] = ["", 0, 0];
+  for (const [at, to] of spans) {
+    if (at >= end) out += text.slice(from, at) + REDACTED;
+    end = from = Math.max(end, to);
+  }
+  return out + text.slice(from);
+}
+
 /**
  * Every bare recurrence of a `seen` secret (not inside a longer word) replaced with `[REDACTED]`, overlapping ones
  * as one: one pass over `text`, the secrets looked up by their first characters (as strings: no size limits them).
  */
 function redactSeen(text: string, seen: ReadonlySet<string>): string {
   const byHead = Map.groupBy(seen, (s) => s.slice(0, MIN_LEARNED));
-  const word = (c: string | undefined) => c !== undefined && /\w/.test(c);
-  const bare = (s: string, at: number) =>
-    text.startsWith(s, at) && !(word(s[0]) && word(text[at - 1])) &&
-    !(word(s.at(-1)) && word(text[at + s.length]));
-  let [out, from, end] = ["", 0, 0];
+  const spans: [number, number][] = [];
   for (let at = 0; at + MIN_LEARNED <= text.length; at++) {
     for (const s of byHead.get(text.slice(at, at + MIN_LEARNED)) ?? []) {
-      if (!bare(s, at)) continue;
-      if (at >= end) out += text.slice(from, at) + REDACTED;
-      end = from = Math.max(end, at + s.length);
+      if (text.startsWith(s, at) && bareSpan(text, at, at + s.length)) spans.push([at, at + s.length]);
     }
   }
-  return out + text.slice(from);
+  return redactSpans(text, spans);
+}
+
+/** The two odd bases of a print's polynomial hashes, each modulo 2^32 (`Math.imul`: integer arithmetic only). */
+const [B1, B2] = [0x01000193, 0x5bd1e995];
+/** The most prints a session keeps (the newest). */
+export const MAX_PRINTS = 64;
+
+const printOf = (length: number, h1: number, h2: number) =>
+  `${length}:${(h1 >>> 0).toString(36)}:${(h2 >>> 0).toString(36)}`;
+
+/**
+ * A learned secret's print, kept instead of the secret: its length and two 32-bit polynomial hashes of its UTF-16
+ * units. A chance match redacts a word of the same length, never less.
+ */
+export function secretPrint(secret: string): string {
+  let [h1, h2] = [0, 0];
+  for (let i = 0; i < secret.length; i++) {
+    h1 = (Math.imul(h1, B1) + secret.charCodeAt(i)) | 0;
+    h2 = (Math.imul(h2, B2) + secret.charCodeAt(i)) | 0;
+  }
+  return printOf(secret.length, h1, h2);
+}
+
+/** `base^n` modulo 2^32. */
+function basePower(base: number, n: number): number {
+  let r = 1;
+  for (let i = 0; i < n; i++) r = Math.imul(r, base);
+  return r;
+}
+
+/**
+ * Every bare recurrence of a secret whose {@link secretPrint} is in `prints` replaced with `[REDACTED]`: one rolling
+ * hash over `text` per length the prints have that fits in it (linear in the text for a bounded set).
+ */
+function redactPrinted(text: string, prints: ReadonlySet<string>): string {
+  const firsts = new Map<number, Set<number>>(); // per length, the first hashes (a number looked up per step)
+  for (const p of prints) {
+    const [length, h1] = p.split(":");
+    const n = Number(length);
+    if (n >= MIN_LEARNED && n <= text.length) {
+      firsts.set(n, (firsts.get(n) ?? new Set()).add(Number.parseInt(h1, 36) | 0));
+    }
+  }
+  const spans: [number, number][] = [];
+  for (const [length, hashes] of firsts) {
+    const [out1, out2] = [basePower(B1, length), basePower(B2, length)];
+    let [h1, h2] = [0, 0];
+    for (let end = 1; end <= text.length; end++) {
+      const c = text.charCodeAt(end - 1);
+      h1 = (Math.imul(h1, B1) + c) | 0;
+      h2 = (Math.imul(h2, B2) + c) | 0;
+      if (end > length) {
+        const gone = text.charCodeAt(end - 1 - length);
+        h1 = (h1 - Math.imul(gone, out1)) | 0;
+        h2 = (h2 - Math.imul(gone, out2)) | 0;
+      }
+      const at = end - length;
+      if (at >= 0 && hashes.has(h1) && prints.has(printOf(length, h1, h2)) && bareSpan(text, at, end)) {
+        spans.push([at, end]);
+      }
+    }
+  }
+  return redactSpans(text, spans.sort((a, b) => a[0] - b[0] || b[1] - a[1]));
 }
 
 /**
  * Full redaction: private spans first, then credentials. With `seen` (one set for the texts of one turn or
  * batch), each secret found (and each private span's content, and its lines) is remembered there, and every one
- * remembered is redacted wherever it recurs bare.
+ * remembered is redacted wherever it recurs bare; so is every secret of `prints` (of secrets found earlier).
  */
-export function redact(text: string, seen?: Set<string>): string {
+export function redact(text: string, seen?: Set<string>, prints?: ReadonlySet<string>): string {
   const learn: Hide = (secret) => {
     const s = learnable(secret);
     if (s.length >= MIN_LEARNED && !s.includes(REDACTED)) seen!.add(s);
     return REDACTED;
   };
   const out = redactCredentials(stripPrivate(text, seen ? learn : plain), seen ? learn : plain);
-  return seen ? redactSeen(out, seen) : out;
+  const again = seen ? redactSeen(out, seen) : out;
+  return prints?.size ? redactPrinted(again, prints) : again;
 }
 
 /** The `user:password@` of an address: after `//`, up to the last `@` before the path (a password may hold one). */

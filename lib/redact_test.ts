@@ -1,7 +1,7 @@
 import { assertEquals, assertTrue } from "../tests/support/assert.ts";
 import { CREDENTIALS, NOT_SECRETS } from "../tests/support/credentials.ts";
 import { assertLinear, LINEAR_BOUND_MS, mb as repeated } from "../tests/support/linear.ts";
-import { CREDENTIAL_RULES, redact, REDACTED } from "./redact.ts";
+import { CREDENTIAL_RULES, MAX_PRINTS, redact, REDACTED, secretPrint } from "./redact.ts";
 
 /**
  * The linear-time cases: 128 KB of each worst case (not 1 MB), each within 375 ms (a quarter of the 1 MB bound,
@@ -177,6 +177,8 @@ Deno.test("redact: every rule is linear — 128 KB of its worst case in well und
     "CR runs before END lines": mb("\r\r\n-----END PRIVATE KEY-----"),
     "curl cookie options without =": mb("-b a"),
     "Oracle logons never ending": mb("sqlplus a/"),
+    "Go DSNs never reaching @tcp(": mb("a:b/"),
+    "Go DSN users glued by colons": mb("a:"),
     "Slack webhook paths": mb("hooks.slack.com/services/"),
     // pasted JSON: escapes and escaped quotes
     "JSON escapes": mb("\\n"),
@@ -325,6 +327,40 @@ Deno.test("redact: a secret recognised once is redacted wherever it recurs in th
   let secrets = ""; // one pass for all that are learned, not one per secret
   for (let i = 0; secrets.length < SIZE; i++) secrets += `pwd=pw${String(i).padStart(5, "0")}\n`;
   assertLinear("redact with seen", (t) => redact(t, new Set()), { "distinct secrets": secrets }, BOUND_MS);
+});
+
+Deno.test("redact: a secret an earlier capture learned is redacted by its print alone, bare only", () => {
+  const seen = new Set<string>();
+  redact("db_password=Tr0ub4dorXq9\nthe token: 'k3y-Pa55w0rd'", seen);
+  const prints = new Set([...seen].map(secretPrint));
+  assertTrue(
+    [...prints].every((p) => !p.includes("Tr0ub") && !p.includes("Pa55")),
+    "a print holds no secret",
+  );
+  assertEquals(
+    redact(
+      "retry Tr0ub4dorXq9, then (k3y-Pa55w0rd); xTr0ub4dorXq9 and Tr0ub4dorXq90 are words",
+      undefined,
+      prints,
+    ),
+    `retry ${REDACTED}, then (${REDACTED}); xTr0ub4dorXq9 and Tr0ub4dorXq90 are words`,
+  );
+  assertEquals(
+    redact("overlapping Tr0ub4dorXq9Tr0ub4dorXq9", undefined, prints),
+    "overlapping Tr0ub4dorXq9Tr0ub4dorXq9",
+  );
+  assertEquals(redact("é Tr0ub4dorXq9 😀", undefined, prints), `é ${REDACTED} 😀`);
+  const damaged = new Set(["4000000000:1:2", "x:y", "12", ...prints]); // a state file's prints, damaged
+  const from = performance.now();
+  assertEquals(redact("retry Tr0ub4dorXq9", undefined, damaged), `retry ${REDACTED}`);
+  assertTrue(performance.now() - from < 1000, "a print longer than the text costs nothing");
+  const many = new Set(
+    Array.from({ length: MAX_PRINTS }, (_, i) => secretPrint(`pw-${"x".repeat(i % 40)}-${i}`)),
+  );
+  assertLinear("redact with prints", (t) => redact(t, undefined, many), {
+    "prose": mb("a word and another "),
+    "one secret over and over": mb("pw-xx-2 "),
+  });
 });
 
 Deno.test("redact: a <private> span's content (each line, ≥ 6 characters) is learned into `seen`", () => {

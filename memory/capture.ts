@@ -6,6 +6,7 @@
 import { type Cause, causeOf } from "../openviking/advice.ts";
 import { Budget, type OpenVikingClient } from "../openviking/client.ts";
 import { dirName, joinPath, kimiHome } from "../lib/paths.ts";
+import { MAX_PRINTS, redact } from "../lib/redact.ts";
 import {
   destinationOf,
   hasUnsent,
@@ -230,6 +231,7 @@ async function stateAfter(run: Run, state: SessionState, plan: Plan, acked: numb
   return {
     ...state,
     capturedKeys: [...state.capturedKeys, ...ack.keys, ...prompts],
+    secretPrints: [...new Set([...state.secretPrints, ...plan.learned])].slice(-MAX_PRINTS),
     ackedBelow: ack.ackedBelow,
     capturedSinceCommit: state.capturedSinceCommit + captured,
     lastAckedKey: ack.keys.at(-1) ?? state.lastAckedKey,
@@ -245,7 +247,7 @@ async function stateAfter(run: Run, state: SessionState, plan: Plan, acked: numb
 
 /** What the journal after the cursor still plans: one step's turns, or all of them (`whole`). */
 function planFrom(run: Run, state: SessionState, whole = false): Plan {
-  const options = whole ? { ...run.planOptions, maxTurns: undefined } : run.planOptions;
+  const options = { ...run.planOptions, prints: state.secretPrints, ...whole ? { maxTurns: undefined } : {} };
   return planCapture(run.scan.turns.turns, new Set(state.capturedKeys), state.ackedBelow, options);
 }
 
@@ -540,7 +542,8 @@ async function sendKeptAndCommit(
   };
   let state = start;
   if (due.length) {
-    const messages = due.map((p) => ({ role: "user" as const, content: p.text }));
+    const prints = new Set(ctx.config.redact ? start.secretPrints : []); // kept before a capture learned them
+    const messages = due.map((p) => ({ role: "user" as const, content: redact(p.text, undefined, prints) }));
     const sent = await sendMessages(client, ctx.ovSessionId, messages, {
       ...{ budget: mode.budget, pendingDir: ctx.pendingDir, ...queue },
       onAcked: async (acked) => await save(settled(acked)),

@@ -21,7 +21,7 @@ import {
 import type { Env } from "../lib/paths.ts";
 import { commandName } from "../lib/self.ts";
 import { resolvePeer } from "../openviking/peer.ts";
-import { type SessionState, updateState } from "./state.ts";
+import { readState, type SessionState, updateState } from "./state.ts";
 import { clientFor, type HookContext, type HookResult, sessionDestination } from "./context.ts";
 import { promptText } from "../kimi/payload.ts";
 import { type Injection, injectionFor, type RecallResult } from "./recall.ts";
@@ -37,10 +37,19 @@ import type { Turn } from "../kimi/journal/turns.ts";
 /** Longest query sent, in characters. */
 export const QUERY_MAX_CHARS = 2000;
 
-/** The query: the raw text cut at a word first (no secret split before redaction), cleaned, redacted, cut. */
-export function recallQuery(raw: string, redactIt: boolean): string {
+/**
+ * The query: the raw text cut at a word first (no secret split before redaction), cleaned, redacted (the secrets
+ * of `prints` too), cut.
+ */
+export function recallQuery(raw: string, redactIt: boolean, prints?: ReadonlySet<string>): string {
   const cleaned = cleanInjected(cutText(raw, 32 * QUERY_MAX_CHARS, ""));
-  return cutText(redactIt ? redact(cleaned).trim() : cleaned, QUERY_MAX_CHARS, "");
+  return cutText(redactIt ? redact(cleaned, undefined, prints).trim() : cleaned, QUERY_MAX_CHARS, "");
+}
+
+/** The prints of the secrets the session's captures found (none without redaction or a session). */
+export async function sessionPrints(ctx: HookContext): Promise<ReadonlySet<string>> {
+  if (!ctx.config.redact || !ctx.capturePaths) return new Set();
+  return new Set((await readState(ctx.capturePaths.file)).secretPrints);
 }
 
 /** Prompts and characters kept per session (the newest whole up to the characters). */
@@ -233,7 +242,7 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   }
   if (!c.autoRecall && !c.autoCapture) return { outcome: "recall-off" };
   const budget = new Budget(c.promptBudgetMs - (Date.now() - ctx.startedAt));
-  const query = recallQuery(promptText(ctx.input), c.redact);
+  const query = recallQuery(promptText(ctx.input), c.redact, await sessionPrints(ctx));
   const hash = await sha256Hex(query);
   const breaker = c.autoRecall ? await readBreaker(ctx.sharedStateDir, c.baseUrl) : undefined;
   const paused = breaker && isOpen(breaker) ? breaker : undefined;

@@ -47,6 +47,8 @@ export const SessionStateSchema = z.object({
   /** Kept prompts seen before this are settled (a state's last capture when it first met the settling keys). */
   promptsFrom: tolerant(z.number()),
   capturedKeys: or(z.array(z.string()), []),
+  /** The prints of the secrets captures found (lib/redact.ts `secretPrint`, never a secret), the newest last. */
+  secretPrints: or(z.array(z.string()), []),
   capturedSinceCommit: or(z.int().check(z.nonnegative()), 0),
   cursor: tolerant(CursorSchema),
   /** Every turn below this index is acknowledged (survives a journal rewrite). */

@@ -109,15 +109,16 @@ export const TRUNCATION_MARK = "\n[truncated]";
 
 /**
  * A message's text after cleaning, redaction and the filters: `{text}` to send or `{reason}` to skip. With
- * `seen`, secrets found anywhere before (see lib/redact.ts `redact`) are hidden where they recur bare.
+ * `seen`, secrets found anywhere before (see lib/redact.ts `redact`) are hidden where they recur bare, and so are
+ * those of `prints` (found by an earlier capture).
  */
 export function prepareText(
   raw: string,
   role: "user" | "assistant",
-  options: { maxLength: number; redact: boolean; seen?: Set<string> },
+  options: { maxLength: number; redact: boolean; seen?: Set<string>; prints?: ReadonlySet<string> },
 ): { text: string; reason: SkipReason } {
   const cleaned = cleanInjected(raw);
-  const safe = options.redact ? redact(cleaned, options.seen).trim() : cleaned;
+  const safe = options.redact ? redact(cleaned, options.seen, options.prints).trim() : cleaned;
   const reason = skipReason(safe, role);
   return { text: reason ? "" : cutText(safe, options.maxLength, TRUNCATION_MARK, "any"), reason };
 }

@@ -1,6 +1,7 @@
 /** The capture plan: which messages still have to reach OpenViking, and what may be acknowledged. */
 
 import { prepareText, type SkipReason } from "./clean.ts";
+import { secretPrint } from "../../lib/redact.ts";
 import { assistantText, type Turn, userText } from "./turns.ts";
 
 type Role = "user" | "assistant";
@@ -17,13 +18,21 @@ type Skipped = {
 };
 
 /** The plan for one capture: the turns considered (closed ones, plus open ones when forced), in journal order. */
-export type Plan = { turns: Turn[]; toSend: Candidate[]; skipped: Skipped[] };
+/** A capture's plan; `learned`: the prints of the secrets its turns hold (lib/redact.ts `secretPrint`). */
+export type Plan = { turns: Turn[]; toSend: Candidate[]; skipped: Skipped[]; learned: string[] };
 
 /**
  * Options that shape messages: `includeOpen` takes open turns too (SessionEnd, Interrupt: nothing more will be
- * added to them); `maxTurns` considers at most that many turns (a long backlog is captured in bounded steps).
+ * added to them); `maxTurns` considers at most that many turns (a long backlog is captured in bounded steps);
+ * `prints`: of the secrets earlier captures found, each redacted where these turns repeat it bare.
  */
-export type PlanOptions = { maxLength: number; redact: boolean; includeOpen: boolean; maxTurns?: number };
+export type PlanOptions = {
+  maxLength: number;
+  redact: boolean;
+  includeOpen: boolean;
+  maxTurns?: number;
+  prints?: readonly string[];
+};
 
 /** The key of a turn's message. */
 export const captureKey = (turnIndex: number, role: Role): string => `${turnIndex}:${role}`;
@@ -77,15 +86,17 @@ export function planCapture(
   ackedBelow: number,
   options: PlanOptions,
 ): Plan {
-  const plan: Plan = { turns: [], toSend: [], skipped: [] };
   const { byFallback, parts } = sentBefore(acked);
   // A secret recognised in one message (`password=…`) is hidden wherever the others repeat it bare.
-  const seen = new Set<string>();
+  const [seen, prints] = [new Set<string>(), new Set(options.prints)];
   if (options.redact) {
     for (const t of turns) {
-      for (const text of [userText(t), assistantText(t)]) prepareText(text, "user", { ...options, seen });
+      for (const text of [userText(t), assistantText(t)]) {
+        prepareText(text, "user", { ...options, seen, prints });
+      }
     }
   }
+  const plan: Plan = { turns: [], toSend: [], skipped: [], learned: [...seen].map(secretPrint) };
   for (const turn of turns) {
     if (!turn.closed && !options.includeOpen) break; // whole turns only, in order
     if (turn.index < ackedBelow) continue;
@@ -99,7 +110,7 @@ export function planCapture(
         continue;
       }
       const raw = (role === "user" ? userText : assistantText)(turn);
-      const { text, reason } = prepareText(raw, role, { ...options, seen });
+      const { text, reason } = prepareText(raw, role, { ...options, seen, prints });
       const part = parts.get(key); // an open turn's answer sent so far: only what it gained goes now
       const gained = part && text.length > part.length && textHash(text.slice(0, part.length)) === part.hash;
       if (reason) skip(reason);

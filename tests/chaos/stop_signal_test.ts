@@ -1,10 +1,13 @@
 /**
  * SIGSTOP of a capture worker while its send is in flight (the server answers meanwhile), a later Stop and a
  * session start while it is stopped, then SIGCONT (its send times out when it runs again): each message is stored
- * once. Only a process can be stopped.
+ * once; the ledger shows the window was reached (the stopped send timed out and was queued unsure, the later Stop
+ * waited for its lock, the replay resent only what the server lacked). Only a process can be stopped.
  */
 
 import { assertEquals } from "../support/assert.ts";
+import { readLedger, REPLAY_FILE } from "../../memory/ledger.ts";
+import { ledgerDir } from "../../lib/paths.ts";
 import type { FakeOptions } from "../support/fake-openviking.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { startCli } from "../support/run.ts";
@@ -14,15 +17,16 @@ import { stdinOf, waitFor, world } from "../hooks/world.ts";
 const STORED = ["0:user", "0:assistant", "1:user", "1:assistant", "2:user", "2:assistant"];
 
 for (
-  const [name, fake, route, stopMs] of [
-    ["batch (stopped past the unsure time)", {}, "POST /api/v1/sessions/:id/messages/batch", 3000],
+  const [name, fake, route, stopMs, resent] of [
+    ["batch (stopped past the unsure time)", {}, "POST /api/v1/sessions/:id/messages/batch", 3000, 0],
     [
       "first message to a server without the batch endpoint",
       { noBatch: 404 },
       "POST /api/v1/sessions/:id/messages",
       3000,
+      3,
     ],
-  ] as [string, FakeOptions, string, number][]
+  ] as [string, FakeOptions, string, number, number][]
 ) {
   Deno.test({
     name: `SIGSTOP of a capture worker during its ${name}, then SIGCONT: each message stored once`,
@@ -48,5 +52,17 @@ for (
     w.fake.onRequest = undefined;
     await w.hook("stop");
     assertEquals(w.stored(), STORED, "each once, in order");
+    // The window was reached: the stopped worker's send timed out (its 4 messages queued unsure), the second Stop
+    // waited for its lock and took the third turn alone, and the backlog's replay resent only what the server
+    // did not hold.
+    const dir = ledgerDir(w.env);
+    const runs = (await readLedger(dir, w.session)).flatMap((e) =>
+      e.kind === "capture" ? [[e.turns, e.sent, e.queued, e.cause?.code ?? ""]] : []
+    );
+    assertEquals(runs, [[2, 0, 4, "TIMEOUT"], [1, 2, 0, ""], [0, 0, 0, ""]]);
+    const replays = (await readLedger(dir, REPLAY_FILE)).flatMap((e) =>
+      e.kind === "replay" ? [e.messages] : []
+    );
+    assertEquals(replays, [resent], "only what the server did not hold was sent again");
   });
 }

@@ -14,6 +14,7 @@ import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { tempDir } from "../support/temp.ts";
 import { walk } from "../chaos/audit.ts";
+import { world } from "../hooks/world.ts";
 
 /** The samples in prompts short enough that the recall query (≤ 2000 characters) carries each whole. */
 function prompts(): string[] {
@@ -120,5 +121,33 @@ Deno.test("security: a cloned repository's .openviking/config.json cannot turn r
   assertTrue(
     log.includes('\\"redact\\": false is ignored: a workspace file may only turn it on'),
     "the debug log names what was ignored",
+  );
+});
+
+Deno.test("security: a secret redacted in one capture is redacted where the session's later captures, recall queries and fallback sends repeat it bare", async () => {
+  await using w = await world();
+  await w.say("connect with db_password=Tr0ub4dorXq9 please", "connected with the password you gave");
+  await w.hook("stop");
+  const journal = await w.say(
+    "it failed: retry with Tr0ub4dorXq9 once more",
+    "retried with 'Tr0ub4dorXq9', no",
+  );
+  await w.hook("stop");
+  const sent = w.fake.messages(w.ov).map((m) => m.content);
+  assertEquals(sent, [
+    "connect with db_password=[REDACTED] please",
+    "connected with the password you gave",
+    "it failed: retry with [REDACTED] once more",
+    "retried with '[REDACTED]', no",
+  ]);
+  assertTrue(!JSON.stringify(await w.state()).includes("Tr0ub4dorXq9"), "the state keeps no secret");
+  await w.run("user-prompt-submit", { prompt: "log in again with Tr0ub4dorXq9 and tell me why it fails" });
+  const query = w.fake.requestsTo("POST /api/v1/search/search").at(-1)?.body;
+  assertEquals((query as { query?: string })?.query, "log in again with [REDACTED] and tell me why it fails");
+  await Deno.remove(journal); // the kept prompt goes by the fallback, redacted as the capture would
+  await w.hook("stop");
+  assertEquals(
+    w.fake.messages(w.ov).at(-1)?.content,
+    "log in again with [REDACTED] and tell me why it fails",
   );
 });

@@ -228,6 +228,10 @@ export const CREDENTIALS: readonly Credential[] = [
   sample("private-key", "putty exported:\n---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\n{}\n---- END SSH2 ENCRYPTED PRIVATE KEY ----", "P2/56wAAAi4AAAA3aWYtbW9kbntzaWdue3JzYS1wa2NzMS1zaGExfSxlbmNy", "eXB0e3JzYS1wa2NzMS1zaGExfSxlbmNyeXB0e3JzYS"),
   sample("private-key-end", "and the rest of it:\n{}-----END RSA PRIVATE KEY-----\nwhy does ssh refuse it?", "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n", "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK\n"),
   sample("private-key", "old pgp:\n-----BEGIN PGP SECRET KEY BLOCK-----\n{}\n-----END PGP SECRET KEY BLOCK-----", "lQVYBGVk3mEBDADQk7R0mJx8GvLq2sYcUo1p", "Xn3KfWb5aH9dTe6ZrQ2Vj4Lm7Nc"),
+  // Session 12's attack: each was sent as it was.
+  sample("assignment", "SSHPASS={} sshpass -e ssh deploy@web1", "ss4hEnv", "Pa55x"),
+  sample("go-sql-dsn", 'sql.Open("mysql", "app:{}@tcp(db:3306)/app?parseTime=true")', "Tr0ub4", "dorXq"),
+  sample("go-sql-dsn", "DSN=root:{}@unix(/var/run/mysqld/mysqld.sock)/app", "S3cr3t", "Pass"),
 ];
 
 /**
