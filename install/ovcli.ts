@@ -302,8 +302,8 @@ const DEFAULT_ID = "default";
 /** OpenViking's rule for account and user ids (openviking/core/identifiers.py). */
 const ID = /^[A-Za-z0-9_.@-]+$/;
 
-/** The key to save (undefined: none yet, a dry run), where it came from and what was done; or why not. */
-export type KeyOutcome = Result<{ apiKey?: string; from?: string; said: string[] }>;
+/** The key to save, where it came from and what was (in a dry run: would be) done; or why not. */
+export type KeyOutcome = Result<{ apiKey: string; from: string; said: string[] }>;
 
 const UserKeyReply = z.looseObject({ user_key: z.string() });
 const UsersReply = z.array(z.looseObject({ user_id: z.string(), api_key: z.optional(z.string()) }));
@@ -330,12 +330,18 @@ function manualWay(url: string, account: string, user: string): string {
   ].join("\n");
 }
 
+/** A user key made or reused with the root key, and what was (or, in a dry run, would be) done. */
+type UserKey = { key: string; said: string; after?: string };
+
+/** What a dry run saves in the key's place (never written; the diff masks it) when the server would make the key. */
+const KEY_TO_MAKE = "(the user key install would make)";
+
 /** The user key of `user` in `account`, made or reused with the root key: what was done, or why not. */
 async function makeUserKey(
   root: OpenVikingClient,
   account: string,
   user: string,
-): Promise<{ key: string; said: string; after?: string } | OvFailure> {
+): Promise<UserKey | OvFailure> {
   const exists = (r: { ok: boolean; status: number }) => !r.ok && r.status === 409;
   const made = await root.request("POST", "/api/v1/admin/accounts", UserKeyReply, {
     body: { account_id: account, admin_user_id: user },
@@ -344,14 +350,13 @@ async function makeUserKey(
     return { key: made.result.user_key, said: `made account ${account} with user ${user}, its admin` };
   }
   if (!exists(made)) return made;
-  const users = `/api/v1/admin/accounts/${encodeURIComponent(account)}/users`;
+  const users = usersRoute(account);
   const added = await root.request("POST", users, UserKeyReply, { body: { user_id: user, role: "user" } });
   if (added.ok) return { key: added.result.user_key, said: `made user ${user} in account ${account}` };
   if (!exists(added)) return added;
-  const list = await root.request("GET", users, UsersReply, { query: { name: user } });
-  if (!list.ok) return list;
-  const known = list.result.find((u) => u.user_id === user)?.api_key;
-  if (known) return { key: known, said: `reused the key of user ${user} in account ${account}` };
+  const listed = await listedUser(root, account, user);
+  if (!listed.ok) return listed;
+  if (listed.key) return { key: listed.key, said: `reused the key of user ${user} in account ${account}` };
   // The server keeps only hashes of keys: the one way to a key is a new one.
   const fresh = await root.request("POST", `${users}/${encodeURIComponent(user)}/key`, UserKeyReply, {
     body: {},
@@ -361,6 +366,42 @@ async function makeUserKey(
     key: fresh.result.user_key,
     said: `made a new key for user ${user} in account ${account} (the server keeps no readable keys)`,
     after: "The user's previous key no longer works.",
+  };
+}
+
+/** The admin API's route of an account's users. */
+function usersRoute(account: string): string {
+  return `/api/v1/admin/accounts/${encodeURIComponent(account)}/users`;
+}
+
+/** Whether the account lists `user` (false: the account is not there) and the user's key, when readable. */
+async function listedUser(
+  root: OpenVikingClient,
+  account: string,
+  user: string,
+): Promise<{ ok: true; listed: boolean; key?: string } | OvFailure> {
+  const list = await root.request("GET", usersRoute(account), UsersReply, { query: { name: user } });
+  if (!list.ok) return list.status === 404 ? { ok: true, listed: false } : list;
+  const found = list.result.find((u) => u.user_id === user);
+  return { ok: true, listed: found !== undefined, key: found?.api_key };
+}
+
+/** What {@link makeUserKey} would do, asked without a write: the key it would reuse, else a stand-in. */
+async function plannedUserKey(
+  root: OpenVikingClient,
+  account: string,
+  user: string,
+): Promise<UserKey | OvFailure> {
+  const listed = await listedUser(root, account, user);
+  if (!listed.ok) return listed;
+  if (listed.key) {
+    return { key: listed.key, said: `would reuse the key of user ${user} in account ${account}` };
+  }
+  if (!listed.listed) return { key: KEY_TO_MAKE, said: `would make user ${user} in account ${account}` };
+  return {
+    key: KEY_TO_MAKE,
+    said: `would make a new key for user ${user} in account ${account} (the server keeps no readable keys)`,
+    after: "The user's previous key would no longer work.",
   };
 }
 
@@ -417,11 +458,12 @@ export async function keyToSave(
   if (![account, user].every((id) => ID.test(id))) {
     return { ok: false, error: `${rootKey}; --account and --user take letters, digits and _ . @ - only.` };
   }
-  const would = `${rootKey}; install would make or reuse ${named} with it and save that key.`;
-  if (target.dryRun) return { ok: true, said: [would] };
-  const made = health.ok ? await makeUserKey(client, account, user) : health;
+  const make = target.dryRun ? plannedUserKey : makeUserKey;
+  const made = health.ok ? await make(client, account, user) : health;
   if ("key" in made) {
-    const said = `${rootKey}; with it, install ${made.said} and saves that user's key instead.`;
+    const said = `${rootKey}; with it, install ${made.said} and ${
+      target.dryRun ? "save" : "saves"
+    } that user's key instead.`;
     return {
       ok: true,
       apiKey: made.key,
