@@ -183,13 +183,15 @@ export interface KeyFlags {
   dryRun: boolean;
 }
 
-/** The terminal and stdin, injectable for tests. */
+/** The terminal, stdin and the server asked about a key, injectable for tests. */
 export interface KeyIo {
   env: Env;
   stdinIsTerminal(): boolean;
   readStdin(): Promise<Uint8Array>;
   /** Asks `question` on the terminal without echoing the answer; undefined when cancelled (Ctrl-C). */
   askHidden(question: string): Promise<string | undefined>;
+  /** Whether the server at the address refuses memory's routes without a key ({@link serverNeedsKey}). */
+  needsKey(url: string): Promise<boolean>;
   warn(line: string): void;
 }
 
@@ -213,8 +215,12 @@ export async function chooseApiKey(flags: KeyFlags, io: KeyIo): Promise<KeyChoic
     }
     return { ok: true, apiKey: flags.apiKey, from: "--api-key" };
   }
+  const where = flags.url?.trim().replace(/\/\/[^/@]*@/, "//");
   if (flags.apiKeyStdin) {
-    if (io.stdinIsTerminal()) return await ask(io, flags.url, true);
+    if (io.stdinIsTerminal()) {
+      const enter = { ok: false, error: "no API key given; nothing was changed" } as const;
+      return answered(await ask(io, where, "to cancel"), enter);
+    }
     const key = new TextDecoder().decode(await io.readStdin()).split(/\r?\n/)[0].trim();
     if (!key) {
       return {
@@ -226,38 +232,46 @@ export async function chooseApiKey(flags: KeyFlags, io: KeyIo): Promise<KeyChoic
   }
   const fromEnv = io.env.OPENVIKING_API_KEY?.trim();
   if (fromEnv) return { ok: true, apiKey: fromEnv, from: "OPENVIKING_API_KEY" };
-  if (!flags.url?.trim() || flags.dryRun || !io.stdinIsTerminal()) return { ok: true };
+  if (!where || flags.dryRun || !io.stdinIsTerminal()) return { ok: true };
   // A key saved for that server already: a terminal is not asked for one.
   const saved = await savedConnection(io.env);
-  if (saved.apiKey === "") return await ask(io, flags.url, false);
-  if (originOf(saved.url) === originOf(flags.url.trim())) return { ok: true };
-  return await ask(io, flags.url, false, originOf(saved.url));
-}
-
-/**
- * Asks the terminal for the key; `required` when the user asked for it with --api-key-stdin. `savedFor`: the
- * address a saved key is for, which Enter (no key) deletes, as `--api-key ""` would.
- */
-async function ask(
-  io: KeyIo,
-  url: string | undefined,
-  required: boolean,
-  savedFor?: string,
-): Promise<KeyChoice> {
-  const where = url ? ` for ${url.replace(/\/\/[^/@]*@/, "//")}` : "";
+  if (saved.apiKey !== "" && originOf(saved.url) === originOf(where)) return { ok: true };
+  // Enter (no key) deletes a key saved for another address, as `--api-key ""` would.
+  const savedFor = saved.apiKey === "" ? undefined : originOf(saved.url);
   const none = savedFor
     ? `for none: it deletes the key saved for ${savedFor}, keeping the old file as ovcli.conf.bak`
     : "for none";
-  const answer = await io.askHidden(
-    `OpenViking API key${where} (a user key, or the server's root key to make one; not shown as you type; ` +
-      `Enter ${required ? "to cancel" : none}): `,
-  );
-  if (answer === undefined) return { ok: false, error: "cancelled; nothing was changed" };
-  if (answer === "") {
-    if (required) return { ok: false, error: "no API key given; nothing was changed" };
-    return savedFor ? { ok: true, apiKey: "", from: "the terminal" } : { ok: true };
+  const answer = await ask(io, where, none);
+  if (answer !== "" || !await io.needsKey(where)) {
+    return answered(answer, savedFor ? { ok: true, apiKey: "", from: "the terminal" } : { ok: true });
   }
-  return { ok: true, apiKey: answer, from: "the terminal" };
+  io.warn(`The server at ${where} needs an API key: without one, memory's requests are refused.`);
+  const error = `no API key given, and the server at ${where} needs one; nothing was changed. Run install ` +
+    "again and type the key (a user key, or the server's root key to make one), or pipe it in with " +
+    "--api-key-stdin (`< keyfile`).";
+  return answered(await ask(io, where, "to cancel"), { ok: false, error });
+}
+
+/** Asks the terminal for the key at `where`, saying what Enter does; undefined when cancelled. */
+function ask(io: KeyIo, where: string | undefined, enter: string): Promise<string | undefined> {
+  return io.askHidden(
+    `OpenViking API key${where ? ` for ${where}` : ""} (a user key, or the server's root key to make one; ` +
+      `not shown as you type; Enter ${enter}): `,
+  );
+}
+
+/** The choice an answer makes: the key typed, `enter` for none, or cancelled. */
+function answered(answer: string | undefined, enter: KeyChoice): KeyChoice {
+  if (answer === undefined) return { ok: false, error: "cancelled; nothing was changed" };
+  return answer === "" ? enter : { ok: true, apiKey: answer, from: "the terminal" };
+}
+
+/** Whether the server at `url` answers and refuses memory's routes without a key (no answer: it cannot say). */
+export async function serverNeedsKey(url: string, fetch?: typeof globalThis.fetch): Promise<boolean> {
+  if (!URL.canParse(url)) return false;
+  const client = createClient({ baseUrl: url, apiKey: "", userAgent: USER_AGENT, timeoutMs: 5000, fetch });
+  const data = await askDataAccess(client);
+  return !data.ok && data.kind === "auth";
 }
 
 /** Removes the last UTF-8 character of `bytes` (a backspace). */
