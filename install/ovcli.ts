@@ -344,78 +344,47 @@ function manualWay(url: string, account: string, user: string): string {
   ].join("\n");
 }
 
-/** A user key made or reused with the root key, and what was (or, in a dry run, would be) done. */
-type UserKey = { key: string; said: string; after?: string };
-
 /** What a dry run saves in the key's place (never written; the diff masks it) when the server would make the key. */
 const KEY_TO_MAKE = "(the user key install would make)";
 
-/** The user key of `user` in `account`, made or reused with the root key: what was done, or why not. */
+/**
+ * The user key of `user` in `account`, made or reused with the root key: what was done, or why not. A dry run
+ * only reads the user list: the key it would reuse, else {@link KEY_TO_MAKE}, and what it would do.
+ */
 async function makeUserKey(
   root: OpenVikingClient,
   account: string,
   user: string,
-): Promise<UserKey | OvFailure> {
+  dryRun: boolean,
+): Promise<{ key: string; said: string; after?: string } | OvFailure> {
   const exists = (r: { ok: boolean; status: number }) => !r.ok && r.status === 409;
-  const made = await root.request("POST", "/api/v1/admin/accounts", UserKeyReply, {
-    body: { account_id: account, admin_user_id: user },
-  });
-  if (made.ok) {
-    return { key: made.result.user_key, said: `made account ${account} with user ${user}, its admin` };
+  const post = (path: string, body: unknown) => root.request("POST", path, UserKeyReply, { body });
+  const users = `/api/v1/admin/accounts/${encodeURIComponent(account)}/users`;
+  const named = `user ${user} in account ${account}`;
+  if (!dryRun) {
+    const made = await post("/api/v1/admin/accounts", { account_id: account, admin_user_id: user });
+    if (made.ok) {
+      return { key: made.result.user_key, said: `made account ${account} with user ${user}, its admin` };
+    }
+    if (!exists(made)) return made;
+    const added = await post(users, { user_id: user, role: "user" });
+    if (added.ok) return { key: added.result.user_key, said: `made ${named}` };
+    if (!exists(added)) return added;
   }
-  if (!exists(made)) return made;
-  const users = usersRoute(account);
-  const added = await root.request("POST", users, UserKeyReply, { body: { user_id: user, role: "user" } });
-  if (added.ok) return { key: added.result.user_key, said: `made user ${user} in account ${account}` };
-  if (!exists(added)) return added;
-  const listed = await listedUser(root, account, user);
-  if (!listed.ok) return listed;
-  if (listed.key) return { key: listed.key, said: `reused the key of user ${user} in account ${account}` };
+  const list = await root.request("GET", users, UsersReply, { query: { name: user } });
+  if (!list.ok && !(dryRun && list.status === 404)) return list;
+  const found = list.ok ? list.result.find((u) => u.user_id === user) : undefined;
+  if (found?.api_key) {
+    return { key: found.api_key, said: `${dryRun ? "would reuse" : "reused"} the key of ${named}` };
+  }
+  if (dryRun && !found) return { key: KEY_TO_MAKE, said: `would make ${named}` };
   // The server keeps only hashes of keys: the one way to a key is a new one.
-  const fresh = await root.request("POST", `${users}/${encodeURIComponent(user)}/key`, UserKeyReply, {
-    body: {},
-  });
-  if (!fresh.ok) return fresh;
+  const fresh = dryRun ? undefined : await post(`${users}/${encodeURIComponent(user)}/key`, {});
+  if (fresh && !fresh.ok) return fresh;
   return {
-    key: fresh.result.user_key,
-    said: `made a new key for user ${user} in account ${account} (the server keeps no readable keys)`,
-    after: "The user's previous key no longer works.",
-  };
-}
-
-/** The admin API's route of an account's users. */
-function usersRoute(account: string): string {
-  return `/api/v1/admin/accounts/${encodeURIComponent(account)}/users`;
-}
-
-/** Whether the account lists `user` (false: the account is not there) and the user's key, when readable. */
-async function listedUser(
-  root: OpenVikingClient,
-  account: string,
-  user: string,
-): Promise<{ ok: true; listed: boolean; key?: string } | OvFailure> {
-  const list = await root.request("GET", usersRoute(account), UsersReply, { query: { name: user } });
-  if (!list.ok) return list.status === 404 ? { ok: true, listed: false } : list;
-  const found = list.result.find((u) => u.user_id === user);
-  return { ok: true, listed: found !== undefined, key: found?.api_key };
-}
-
-/** What {@link makeUserKey} would do, asked without a write: the key it would reuse, else a stand-in. */
-async function plannedUserKey(
-  root: OpenVikingClient,
-  account: string,
-  user: string,
-): Promise<UserKey | OvFailure> {
-  const listed = await listedUser(root, account, user);
-  if (!listed.ok) return listed;
-  if (listed.key) {
-    return { key: listed.key, said: `would reuse the key of user ${user} in account ${account}` };
-  }
-  if (!listed.listed) return { key: KEY_TO_MAKE, said: `would make user ${user} in account ${account}` };
-  return {
-    key: KEY_TO_MAKE,
-    said: `would make a new key for user ${user} in account ${account} (the server keeps no readable keys)`,
-    after: "The user's previous key would no longer work.",
+    key: fresh?.result.user_key ?? KEY_TO_MAKE,
+    said: `${dryRun ? "would make" : "made"} a new key for ${named} (the server keeps no readable keys)`,
+    after: `The user's previous key ${dryRun ? "would no longer work" : "no longer works"}.`,
   };
 }
 
@@ -472,8 +441,7 @@ export async function keyToSave(
   if (![account, user].every((id) => ID.test(id))) {
     return { ok: false, error: `${rootKey}; --account and --user take letters, digits and _ . @ - only.` };
   }
-  const make = target.dryRun ? plannedUserKey : makeUserKey;
-  const made = health.ok ? await make(client, account, user) : health;
+  const made = health.ok ? await makeUserKey(client, account, user, target.dryRun) : health;
   if ("key" in made) {
     const said = `${rootKey}; with it, install ${made.said} and ${
       target.dryRun ? "save" : "saves"
