@@ -55,12 +55,7 @@ function mergeUrl(doc: Record<string, unknown>, given: string, settings: Setting
     settings.push({ name: "url", note: "the default http://127.0.0.1:1933 applies" });
     return undefined;
   }
-  let parsed: URL | undefined;
-  try {
-    parsed = new URL(url);
-  } catch {
-    parsed = undefined;
-  }
+  const parsed = URL.parse(url);
   if (!parsed || !["http:", "https:"].includes(parsed.protocol)) {
     return `--url "${
       given.replace(/\/\/[^/@]*@/, "//…@")
