@@ -220,14 +220,8 @@ async function runDeno(
   args: string[],
   options: { env?: Record<string, string>; cwd?: string } = {},
 ): Promise<{ ok: true; stdout: string } | { ok: false; why: string }> {
-  const out = await new Deno.Command(deno, {
-    args,
-    ...options,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  })
-    .output();
+  const io = { stdin: "null", stdout: "piped", stderr: "piped" } as const;
+  const out = await new Deno.Command(deno, { args, ...options, ...io }).output();
   if (out.success) return { ok: true, stdout: new TextDecoder().decode(out.stdout).trim() };
   return { ok: false, why: cause(out.stderr) || `exit ${out.code}` };
 }

@@ -226,10 +226,7 @@ async function checkChange(change: FileChange): Promise<string | undefined> {
 }
 
 /** Makes `dir` and its missing parents (new ones 0700; `private`: `dir` itself 0700); the undo removes what it made. */
-async function makeDirs(
-  dir: string,
-  options: { private?: boolean } = {},
-): Promise<() => Promise<void>> {
+async function makeDirs(dir: string, options: { private?: boolean } = {}): Promise<() => Promise<void>> {
   const made: string[] = [];
   for (let d = dir; d !== "" && !(await lstat(d).catch(() => undefined)); d = dirName(d)) {
     made.push(d);
