@@ -2,7 +2,7 @@
 
 import { defaultContext, fail, type InstallOptions } from "../install/transaction.ts";
 import { runInstall, runUninstall } from "../install/install.ts";
-import { askHiddenOnTerminal, chooseApiKey, type CredentialArgs } from "../install/ovcli.ts";
+import { askHiddenOnTerminal, chooseApiKey, type CredentialArgs, serverNeedsKey } from "../install/ovcli.ts";
 
 /** Flags of `openviking-kimi install`, as cli/mod.ts parses them. */
 export type InstallFlags =
@@ -19,6 +19,7 @@ export async function installCommand(flags: InstallFlags): Promise<number> {
     stdinIsTerminal: () => Deno.stdin.isTerminal(),
     readStdin: () => new Response(Deno.stdin.readable).bytes(),
     askHidden: askHiddenOnTerminal,
+    needsKey: (at) => serverNeedsKey(at, ctx.fetch),
     warn: (line) => ctx.out.error(line),
   });
   if (!key.ok) return fail(ctx.out, "install", key.error);

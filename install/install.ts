@@ -704,7 +704,7 @@ async function planLeftEmpty(
             }
             if (await Deno.remove(dir).then(() => true, () => false)) removed.push(dir);
           }
-          return removed.length ? [`directories left empty removed: ${removed.join(", ")}`] : [];
+          return { done: removed.length ? [`directories left empty removed: ${removed.join(", ")}`] : [] };
         },
       }),
   });

@@ -55,12 +55,7 @@ function mergeUrl(doc: Record<string, unknown>, given: string, settings: Setting
     settings.push({ name: "url", note: "the default http://127.0.0.1:1933 applies" });
     return undefined;
   }
-  let parsed: URL | undefined;
-  try {
-    parsed = new URL(url);
-  } catch {
-    parsed = undefined;
-  }
+  const parsed = URL.parse(url);
   if (!parsed || !["http:", "https:"].includes(parsed.protocol)) {
     return `--url "${
       given.replace(/\/\/[^/@]*@/, "//…@")
@@ -183,13 +178,15 @@ export interface KeyFlags {
   dryRun: boolean;
 }
 
-/** The terminal and stdin, injectable for tests. */
+/** The terminal, stdin and the server asked about a key, injectable for tests. */
 export interface KeyIo {
   env: Env;
   stdinIsTerminal(): boolean;
   readStdin(): Promise<Uint8Array>;
   /** Asks `question` on the terminal without echoing the answer; undefined when cancelled (Ctrl-C). */
   askHidden(question: string): Promise<string | undefined>;
+  /** Whether the server at the address refuses memory's routes without a key ({@link serverNeedsKey}). */
+  needsKey(url: string): Promise<boolean>;
   warn(line: string): void;
 }
 
@@ -213,8 +210,12 @@ export async function chooseApiKey(flags: KeyFlags, io: KeyIo): Promise<KeyChoic
     }
     return { ok: true, apiKey: flags.apiKey, from: "--api-key" };
   }
+  const where = flags.url?.trim().replace(/\/\/[^/@]*@/, "//");
   if (flags.apiKeyStdin) {
-    if (io.stdinIsTerminal()) return await ask(io, flags.url, true);
+    if (io.stdinIsTerminal()) {
+      const enter = { ok: false, error: "no API key given; nothing was changed" } as const;
+      return answered(await ask(io, where, "to cancel"), enter);
+    }
     const key = new TextDecoder().decode(await io.readStdin()).split(/\r?\n/)[0].trim();
     if (!key) {
       return {
@@ -226,38 +227,46 @@ export async function chooseApiKey(flags: KeyFlags, io: KeyIo): Promise<KeyChoic
   }
   const fromEnv = io.env.OPENVIKING_API_KEY?.trim();
   if (fromEnv) return { ok: true, apiKey: fromEnv, from: "OPENVIKING_API_KEY" };
-  if (!flags.url?.trim() || flags.dryRun || !io.stdinIsTerminal()) return { ok: true };
+  if (!where || flags.dryRun || !io.stdinIsTerminal()) return { ok: true };
   // A key saved for that server already: a terminal is not asked for one.
   const saved = await savedConnection(io.env);
-  if (saved.apiKey === "") return await ask(io, flags.url, false);
-  if (originOf(saved.url) === originOf(flags.url.trim())) return { ok: true };
-  return await ask(io, flags.url, false, originOf(saved.url));
-}
-
-/**
- * Asks the terminal for the key; `required` when the user asked for it with --api-key-stdin. `savedFor`: the
- * address a saved key is for, which Enter (no key) deletes, as `--api-key ""` would.
- */
-async function ask(
-  io: KeyIo,
-  url: string | undefined,
-  required: boolean,
-  savedFor?: string,
-): Promise<KeyChoice> {
-  const where = url ? ` for ${url.replace(/\/\/[^/@]*@/, "//")}` : "";
+  if (saved.apiKey !== "" && originOf(saved.url) === originOf(where)) return { ok: true };
+  // Enter (no key) deletes a key saved for another address, as `--api-key ""` would.
+  const savedFor = saved.apiKey === "" ? undefined : originOf(saved.url);
   const none = savedFor
     ? `for none: it deletes the key saved for ${savedFor}, keeping the old file as ovcli.conf.bak`
     : "for none";
-  const answer = await io.askHidden(
-    `OpenViking API key${where} (a user key, or the server's root key to make one; not shown as you type; ` +
-      `Enter ${required ? "to cancel" : none}): `,
-  );
-  if (answer === undefined) return { ok: false, error: "cancelled; nothing was changed" };
-  if (answer === "") {
-    if (required) return { ok: false, error: "no API key given; nothing was changed" };
-    return savedFor ? { ok: true, apiKey: "", from: "the terminal" } : { ok: true };
+  const answer = await ask(io, where, none);
+  if (answer !== "" || !await io.needsKey(where)) {
+    return answered(answer, savedFor ? { ok: true, apiKey: "", from: "the terminal" } : { ok: true });
   }
-  return { ok: true, apiKey: answer, from: "the terminal" };
+  io.warn(`The server at ${where} needs an API key: without one, memory's requests are refused.`);
+  const error = `no API key given, and the server at ${where} needs one; nothing was changed. Run install ` +
+    "again and type the key (a user key, or the server's root key to make one), or pipe it in with " +
+    "--api-key-stdin (`< keyfile`).";
+  return answered(await ask(io, where, "to cancel"), { ok: false, error });
+}
+
+/** Asks the terminal for the key at `where`, saying what Enter does; undefined when cancelled. */
+function ask(io: KeyIo, where: string | undefined, enter: string): Promise<string | undefined> {
+  return io.askHidden(
+    `OpenViking API key${where ? ` for ${where}` : ""} (a user key, or the server's root key to make one; ` +
+      `not shown as you type; Enter ${enter}): `,
+  );
+}
+
+/** The choice an answer makes: the key typed, `enter` for none, or cancelled. */
+function answered(answer: string | undefined, enter: KeyChoice): KeyChoice {
+  if (answer === undefined) return { ok: false, error: "cancelled; nothing was changed" };
+  return answer === "" ? enter : { ok: true, apiKey: answer, from: "the terminal" };
+}
+
+/** Whether the server at `url` answers and refuses memory's routes without a key (no answer: it cannot say). */
+export async function serverNeedsKey(url: string, fetch?: typeof globalThis.fetch): Promise<boolean> {
+  if (!URL.canParse(url)) return false;
+  const client = createClient({ baseUrl: url, apiKey: "", userAgent: USER_AGENT, timeoutMs: 5000, fetch });
+  const data = await askDataAccess(client);
+  return !data.ok && data.kind === "auth";
 }
 
 /** Removes the last UTF-8 character of `bytes` (a backspace). */
@@ -302,8 +311,8 @@ const DEFAULT_ID = "default";
 /** OpenViking's rule for account and user ids (openviking/core/identifiers.py). */
 const ID = /^[A-Za-z0-9_.@-]+$/;
 
-/** The key to save (undefined: none yet, a dry run), where it came from and what was done; or why not. */
-export type KeyOutcome = Result<{ apiKey?: string; from?: string; said: string[] }>;
+/** The key to save, where it came from and what was (in a dry run: would be) done; or why not. */
+export type KeyOutcome = Result<{ apiKey: string; from: string; said: string[] }>;
 
 const UserKeyReply = z.looseObject({ user_key: z.string() });
 const UsersReply = z.array(z.looseObject({ user_id: z.string(), api_key: z.optional(z.string()) }));
@@ -330,37 +339,47 @@ function manualWay(url: string, account: string, user: string): string {
   ].join("\n");
 }
 
-/** The user key of `user` in `account`, made or reused with the root key: what was done, or why not. */
+/** What a dry run saves in the key's place (never written; the diff masks it) when the server would make the key. */
+const KEY_TO_MAKE = "(the user key install would make)";
+
+/**
+ * The user key of `user` in `account`, made or reused with the root key: what was done, or why not. A dry run
+ * only reads the user list: the key it would reuse, else {@link KEY_TO_MAKE}, and what it would do.
+ */
 async function makeUserKey(
   root: OpenVikingClient,
   account: string,
   user: string,
+  dryRun: boolean,
 ): Promise<{ key: string; said: string; after?: string } | OvFailure> {
   const exists = (r: { ok: boolean; status: number }) => !r.ok && r.status === 409;
-  const made = await root.request("POST", "/api/v1/admin/accounts", UserKeyReply, {
-    body: { account_id: account, admin_user_id: user },
-  });
-  if (made.ok) {
-    return { key: made.result.user_key, said: `made account ${account} with user ${user}, its admin` };
-  }
-  if (!exists(made)) return made;
+  const post = (path: string, body: unknown) => root.request("POST", path, UserKeyReply, { body });
   const users = `/api/v1/admin/accounts/${encodeURIComponent(account)}/users`;
-  const added = await root.request("POST", users, UserKeyReply, { body: { user_id: user, role: "user" } });
-  if (added.ok) return { key: added.result.user_key, said: `made user ${user} in account ${account}` };
-  if (!exists(added)) return added;
+  const named = `user ${user} in account ${account}`;
+  if (!dryRun) {
+    const made = await post("/api/v1/admin/accounts", { account_id: account, admin_user_id: user });
+    if (made.ok) {
+      return { key: made.result.user_key, said: `made account ${account} with user ${user}, its admin` };
+    }
+    if (!exists(made)) return made;
+    const added = await post(users, { user_id: user, role: "user" });
+    if (added.ok) return { key: added.result.user_key, said: `made ${named}` };
+    if (!exists(added)) return added;
+  }
   const list = await root.request("GET", users, UsersReply, { query: { name: user } });
-  if (!list.ok) return list;
-  const known = list.result.find((u) => u.user_id === user)?.api_key;
-  if (known) return { key: known, said: `reused the key of user ${user} in account ${account}` };
+  if (!list.ok && !(dryRun && list.status === 404)) return list;
+  const found = list.ok ? list.result.find((u) => u.user_id === user) : undefined;
+  if (found?.api_key) {
+    return { key: found.api_key, said: `${dryRun ? "would reuse" : "reused"} the key of ${named}` };
+  }
+  if (dryRun && !found) return { key: KEY_TO_MAKE, said: `would make ${named}` };
   // The server keeps only hashes of keys: the one way to a key is a new one.
-  const fresh = await root.request("POST", `${users}/${encodeURIComponent(user)}/key`, UserKeyReply, {
-    body: {},
-  });
-  if (!fresh.ok) return fresh;
+  const fresh = dryRun ? undefined : await post(`${users}/${encodeURIComponent(user)}/key`, {});
+  if (fresh && !fresh.ok) return fresh;
   return {
-    key: fresh.result.user_key,
-    said: `made a new key for user ${user} in account ${account} (the server keeps no readable keys)`,
-    after: "The user's previous key no longer works.",
+    key: fresh?.result.user_key ?? KEY_TO_MAKE,
+    said: `${dryRun ? "would make" : "made"} a new key for ${named} (the server keeps no readable keys)`,
+    after: `The user's previous key ${dryRun ? "would no longer work" : "no longer works"}.`,
   };
 }
 
@@ -417,11 +436,11 @@ export async function keyToSave(
   if (![account, user].every((id) => ID.test(id))) {
     return { ok: false, error: `${rootKey}; --account and --user take letters, digits and _ . @ - only.` };
   }
-  const would = `${rootKey}; install would make or reuse ${named} with it and save that key.`;
-  if (target.dryRun) return { ok: true, said: [would] };
-  const made = health.ok ? await makeUserKey(client, account, user) : health;
+  const made = health.ok ? await makeUserKey(client, account, user, target.dryRun) : health;
   if ("key" in made) {
-    const said = `${rootKey}; with it, install ${made.said} and saves that user's key instead.`;
+    const said = `${rootKey}; with it, install ${made.said} and ${
+      target.dryRun ? "save" : "saves"
+    } that user's key instead.`;
     return {
       ok: true,
       apiKey: made.key,

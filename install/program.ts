@@ -220,14 +220,8 @@ async function runDeno(
   args: string[],
   options: { env?: Record<string, string>; cwd?: string } = {},
 ): Promise<{ ok: true; stdout: string } | { ok: false; why: string }> {
-  const out = await new Deno.Command(deno, {
-    args,
-    ...options,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  })
-    .output();
+  const io = { stdin: "null", stdout: "piped", stderr: "piped" } as const;
+  const out = await new Deno.Command(deno, { args, ...options, ...io }).output();
   if (out.success) return { ok: true, stdout: new TextDecoder().decode(out.stdout).trim() };
   return { ok: false, why: cause(out.stderr) || `exit ${out.code}` };
 }
@@ -497,13 +491,16 @@ async function removeUnlocked(path: string, purge = false): Promise<string | und
   }
 }
 
-/** Removes every version but `keep` nothing uses, and placement leftovers over an hour old; says what it did. */
+/**
+ * Removes every version but `keep` nothing uses, and placement leftovers over an hour old; says what it removed
+ * and which it did not, and why.
+ */
 async function sweep(
   env: Env,
   options: { keep?: string; kimiHome: string; purge?: boolean },
-): Promise<string[]> {
+): Promise<{ done: string[]; notes: string[] }> {
   const homes = await knownHomes(env, [options.kimiHome]);
-  const said: string[] = [];
+  const said = { done: [] as string[], notes: [] as string[] };
   releaseCopyLock(); // this run only exits afterwards: its own copy is not "in use" by it
   for (const name of await otherVersions(env, options.keep)) {
     const path = joinPath(versionsDir(env), name);
@@ -515,11 +512,9 @@ async function sweep(
     const why = await usedBy(name, homes, pathCommand(env, "posix")) ??
       await removeUnlocked(path, options.purge);
     // Next to the one installed, a "previous version"; else one another home runs may be anybody's current.
-    said.push(
-      why
-        ? `kept the version ${path}: ${why}`
-        : `${options.keep ? "previous version" : "version"} removed: ${path}`,
-    );
+    const version = options.keep ? "previous version" : "version";
+    if (why) said.notes.push(`the ${version} ${path} was not removed: ${why}`);
+    else said.done.push(`${version} removed: ${path}`);
   }
   return said;
 }

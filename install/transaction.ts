@@ -60,7 +60,8 @@ export interface Done {
   message?: string;
   changed?: string;
   undo?: () => Promise<void>;
-  commit?: () => Promise<string[] | void>;
+  /** Ends the step: what it did then (said done) and what it left undone, with why (said as notes). */
+  commit?: () => Promise<{ done: string[]; notes?: string[] } | void>;
 }
 
 /** An action of a run, described for dry runs, with why it cannot be taken (found while planning). */
@@ -225,10 +226,7 @@ async function checkChange(change: FileChange): Promise<string | undefined> {
 }
 
 /** Makes `dir` and its missing parents (new ones 0700; `private`: `dir` itself 0700); the undo removes what it made. */
-async function makeDirs(
-  dir: string,
-  options: { private?: boolean } = {},
-): Promise<() => Promise<void>> {
+async function makeDirs(dir: string, options: { private?: boolean } = {}): Promise<() => Promise<void>> {
   const made: string[] = [];
   for (let d = dir; d !== "" && !(await lstat(d).catch(() => undefined)); d = dirName(d)) {
     made.push(d);
@@ -477,9 +475,14 @@ async function execute(plan: Plan, out: Output): Promise<string | undefined> {
     }
   }
   const finished: string[] = [];
-  for (const d of done) finished.push(...((await d.commit?.()) ?? []));
-  for (const d of done) if (d.message) out.info(`  ✓ ${d.message}`);
-  for (const line of finished) out.info(`  ✓ ${line}`);
+  const undone: string[] = [];
+  for (const d of done) {
+    const ended = await d.commit?.();
+    finished.push(...ended?.done ?? []);
+    undone.push(...ended?.notes ?? []);
+  }
+  for (const line of [...done.flatMap((d) => d.message ?? []), ...finished]) out.info(`  ✓ ${line}`);
+  for (const line of undone) out.info(`Note: ${line}.`);
   sayNotes(plan, out);
   return undefined;
 }

@@ -98,7 +98,11 @@ const ADVICE: Record<OvFailure["kind"], (f: Told, url: string, cmd: string, env:
   }),
   server: (f, url) => ({
     summary: `OpenViking at ${url} cannot take requests now (HTTP ${f.status}): ${f.error.message}`,
-    fix: "check the server's log; writes wait in the queue and are sent when it recovers",
+    fix:
+      (f.error.code === "HTTP"
+        ? "the answer is not OpenViking's own (a proxy's or gateway's page?): check that OpenViking runs and " +
+          "that any proxy in front of it forwards to it (its log says why it could not), then "
+        : "") + "check the server's log; writes wait in the queue and are sent when it recovers",
   }),
   "too-large": (f, url) => ({
     summary: `${url} sent a reply larger than this plugin reads: ${f.error.message}`,

@@ -128,7 +128,7 @@ const namesResource = ({ details: d }: OvError) =>
 /** A printable description of a body that is not OpenViking's. */
 function sampleOf(text: string, contentType: string | null | undefined): string {
   if (!text.trim()) return "an empty body";
-  const title = /<title[^>]*>([^<]{1,80})/i.exec(text)?.[1]?.trim();
+  const title = /<title[^>]*>([^<]{1,80})/i.exec(text)?.[1]?.replace(/\s+/g, " ").trim();
   const kind = (contentType ?? "").split(";")[0].trim() || "no content type";
   return title ? `${kind} "${title}"` : kind;
 }
@@ -166,11 +166,12 @@ export function classifyReply(raw: RawReply): OvResponse<unknown> {
     return failure("auth", status, error ?? { code: "AUTH", message: `HTTP ${status}` });
   }
   if (!body || !error) {
-    if (status >= 500 || status === 429 || status === 408) {
-      return failure("server", status, { code: "HTTP", message: `HTTP ${status} from ${origin}` });
-    }
     const message = `${origin} answered HTTP ${status} with ${sampleOf(raw.text, raw.contentType)}, ` +
       "not an OpenViking reply";
+    // A busy status in another's words: a proxy or gateway answering while OpenViking cannot.
+    if (status >= 500 || status === 429 || status === 408) {
+      return failure("server", status, { code: "HTTP", message });
+    }
     return failure("not-openviking", status, { code: "NOT_OPENVIKING", message });
   }
   if (body.status === "ok" && status >= 200 && status < 300) {

@@ -1055,6 +1055,14 @@ Deno.test({
     });
 
     await t.step("the section's command, with the root key on stdin", async () => {
+      // Its dry run first: it asks the real server only what it would do, and plans the key's line.
+      const dry = await cli(["install", "--dry-run", "--url", server.url, "--api-key-stdin"], `${root}\n`);
+      assertEquals(dry.code, 0, dry.stdout + dry.stderr);
+      assertMatch(dry.stdout, /install would make user default in account default and save that user's key/);
+      assertMatch(
+        dry.stdout,
+        /set api_key \(not shown; from the admin API: user default in account default\)/,
+      );
       const commands = sectionCommands();
       assertEquals(commands, ["deno task -q install --url http://127.0.0.1:1933 --api-key-stdin"]);
       for (const line of commands) {
@@ -1105,6 +1113,9 @@ Deno.test({
         const again = await cli(["install", "--url", server.url, "--api-key-stdin"], `${root}\n`);
         assertEquals(again.code, 0, again.stderr);
         assertMatch(again.stdout, /install reused the key of user default in account default/);
+        const dry = await cli(["install", "--dry-run", "--url", server.url, "--api-key-stdin"], `${root}\n`);
+        assertMatch(dry.stdout, /install would reuse the key of user default in account default/);
+        assertMatch(dry.stdout, /^Dry run: nothing to change/m);
         assertEquals(JSON.parse(await Deno.readTextFile(`${home}/.openviking/ovcli.conf`)).api_key, before);
         assertEquals(await filesContaining(home, root), []);
         for (const o of outputs) {

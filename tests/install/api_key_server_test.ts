@@ -17,7 +17,8 @@ import { runCli, runProcess, type RunResult } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { closedAddress, fakeCompiled, isolatedEnv, opts, tree } from "./helpers.ts";
 import { runInstall } from "../../install/install.ts";
-import type { CredentialArgs } from "../../install/ovcli.ts";
+import { type CredentialArgs, maskSecrets } from "../../install/ovcli.ts";
+import { unifiedDiff } from "../../install/transaction.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 
@@ -41,11 +42,14 @@ async function sandbox(root: string, extra: Record<string, string> = {}) {
   };
   const self = await fakeCompiled(root);
   /** install in-process, the key as `--api-key-stdin` gives it. */
-  const install = async (credentials: CredentialArgs): Promise<RunResult> => {
+  const install = async (credentials: CredentialArgs, dryRun = false): Promise<RunResult> => {
     const said: [string[], string[]] = [[], []];
     const out = { info: (l: string) => said[0].push(l), error: (l: string) => said[1].push(l) };
     const ctx = { env, self, os: "posix" as const, out, now: new Date(), cwd: root };
-    const code = await runInstall(ctx, opts({ credentials: { apiKeyFrom: "stdin", ...credentials } }));
+    const code = await runInstall(
+      ctx,
+      opts({ credentials: { apiKeyFrom: "stdin", ...credentials }, dryRun }),
+    );
     const [stdout, stderr] = said.map((l) => l.join("\n"));
     outputs.push(stdout, stderr);
     return { code, stdout, stderr };
@@ -110,6 +114,41 @@ Deno.test("install given the root key makes a user key with it and saves only th
     rootSent.every((r) => /^(GET|POST) \/api\/v1\/(admin|fs\/ls)/.test(r.route)),
     "only install used it",
   );
+});
+
+Deno.test("a dry run with the root key shows the ovcli.conf change the real run then makes, the key masked", async () => {
+  for (const hashedKeys of [false, true]) {
+    await using dir = await tempDir();
+    await using fake = await FakeOpenViking.start({ rootKey: ROOT_KEY, hashedKeys });
+    const t = await sandbox(dir.path);
+    const conf = `${t.home}/.openviking/ovcli.conf`;
+    const read = () => Deno.readTextFile(conf).catch(() => undefined);
+    const masked = (text: string | undefined) => text === undefined ? undefined : maskSecrets(text);
+    // The first install makes the user; the second reuses its key, or (hashed keys) makes it a new one.
+    for (const run of ["first", "again"]) {
+      const what = `${run}, hashed keys ${hashedKeys}`;
+      const before = await read();
+      const dry = await t.install({ url: fake.url, apiKey: ROOT_KEY }, true);
+      assertEquals(dry.code, 0, `${what}: ${dry.stdout}${dry.stderr}`);
+      assertEquals(await read(), before, `${what}: a dry run writes nothing`);
+      const real = await t.install({ url: fake.url, apiKey: ROOT_KEY });
+      assertEquals(real.code, 0, `${what}: ${real.stdout}${real.stderr}`);
+      const after = await read();
+      const diff = unifiedDiff(conf, masked(before), masked(after)).trimEnd();
+      if (after === before) {
+        assertNotMatch(dry.stdout, /ovcli\.conf:/, `${what}: no change planned, none made`);
+      } else {
+        assertStringIncludes(dry.stdout, diff, `${what}: the dry run's diff is the real change`);
+        const key = "(not shown; from the admin API: user default in account default";
+        assertStringIncludes(dry.stdout, `set api_key ${key}`, what);
+        assertStringIncludes(real.stdout, `api_key = ${key}`, what);
+      }
+      const userKey = fake.accounts.get("default")?.get("default")?.key ?? "";
+      for (const o of [dry.stdout, dry.stderr]) {
+        assertTrue(!o.includes(ROOT_KEY) && !o.includes(userKey), `${what}: a key is shown`);
+      }
+    }
+  }
 });
 
 Deno.test("a server that keeps only hashes of keys: install makes the user a new key and says the old one stops working", async () => {

@@ -219,8 +219,16 @@ Deno.test({
     const files = async (d: string) => await Array.fromAsync(Deno.readDir(d), (e) => e.name);
     const oldFiles = (await files(old)).sort();
     const kept = await t.install({ credentials: { url: "http://127.0.0.1:2" } });
-    assertMatch(kept, new RegExp(`kept the version ${old}: a running process uses it`));
-    assertMatch(kept, new RegExp(`kept the version ${other}: the Kimi home ${kimi2} runs it`));
+    // Not removed, said so, and not ticked off as done.
+    assertStringIncludes(
+      kept,
+      `\nNote: the previous version ${old} was not removed: a running process uses it`,
+    );
+    assertStringIncludes(
+      kept,
+      `\nNote: the previous version ${other} was not removed: the Kimi home ${kimi2} runs it.`,
+    );
+    assertNotMatch(kept, /✓.*(0\.0\.1|0\.0\.2)-/);
     assertEquals((await files(old)).sort(), oldFiles, "nothing of a running version changes");
     assertEquals(await exists(stale), false, "an old leftover goes");
 

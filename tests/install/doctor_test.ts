@@ -121,6 +121,34 @@ Deno.test('doctor with nothing answering at the address gives the fix that point
   assertEquals([server.status, server.fix], ["fail", noServerFix(commandName(t.env))]);
 });
 
+Deno.test("doctor quotes a proxy's error page: its status and <title>, neutralized and bounded, and the fix", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const t = await setup(dir.path, { OPENVIKING_URL: fake.url });
+  const page = (title: string) => ({
+    status: 502,
+    headers: { "content-type": "text/html; charset=utf-8" },
+    body: `<html><head><title>${title}</title></head><body><center>nginx</center></body></html>`,
+  });
+  fake.fault({ route: "GET /health", raw: page("502 Bad Gateway") });
+  const { server } = byId(await t.doctor());
+  assertEquals(server.status, "fail");
+  assertStringIncludes(server.summary, `HTTP 502 with text/html "502 Bad Gateway"`);
+  assertMatch(
+    server.fix!,
+    /^the answer is not OpenViking's own \(a proxy's or gateway's page\?\): check that OpenViking runs/,
+  );
+  fake.clearFaults();
+  fake.fault({
+    route: "GET /health",
+    raw: page(`Bad\x1b[2J\x1b]8;;http://evil/\x07 Gateway ${"x".repeat(500)}`),
+  });
+  const hostile = byId(await t.doctor()).server.summary;
+  assertStringIncludes(hostile, 'text/html "Bad Gateway xxx');
+  assertTrue(!hostile.includes("\x1b") && !hostile.includes("\x07"), "no escape reaches the screen");
+  assertNotMatch(hostile, /x{81}/);
+});
+
 Deno.test("doctor, run in a repository whose .openviking/config.json turns redaction off, names what was ignored", async () => {
   await using dir = await tempDir();
   await Deno.mkdir(`${dir.path}/repo/.openviking`, { recursive: true });

@@ -99,6 +99,7 @@ Deno.test("ovcli.conf: merge keeps unknown fields, '' deletes, url validated, ke
   });
   assertNotMatch(plan.summary.join(" "), /sk-123/);
   assertEquals(planOvcli(before, { url: "ftp://x" }, "/p").ok, false);
+  assertEquals(planOvcli(before, { url: "not an address" }, "/p").ok, false);
   assertEquals(planOvcli("[1]", { url: "http://x" }, "/p").ok, false);
   assertTrue(!ok(planOvcli(before, {}, "/p")).changed);
   const removeKey = ok(planOvcli(JSON.stringify({ api_key: "k" }), { apiKey: "" }, "/p"));

@@ -17,9 +17,15 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { cliArgs, ROOT, runCli, runProcess, type RunResult } from "../support/run.ts";
-import { fakeCompiled, installSandbox, isolatedEnv, opts } from "./helpers.ts";
+import { closedAddress, fakeCompiled, installSandbox, isolatedEnv, opts, tree } from "./helpers.ts";
 import { runInstall } from "../../install/install.ts";
-import { chooseApiKey, type KeyChoice, type KeyFlags, type KeyIo } from "../../install/ovcli.ts";
+import {
+  chooseApiKey,
+  type KeyChoice,
+  type KeyFlags,
+  type KeyIo,
+  serverNeedsKey,
+} from "../../install/ovcli.ts";
 import { HOOKS } from "../../kimi/hooks.ts";
 
 const posix = Deno.build.os !== "windows";
@@ -28,17 +34,28 @@ const PERMISSION_ERROR =
   /PermissionDenied|NotCapable|Requires \w+ access|run again with the --allow|--allow-\w+ flag/i;
 
 /** A fake terminal and stdin for chooseApiKey. */
-function io(options: { terminal?: boolean; stdin?: string; env?: Record<string, string>; answer?: string }) {
+function io(
+  options: {
+    terminal?: boolean;
+    stdin?: string;
+    env?: Record<string, string>;
+    /** The answer to each question in turn (undefined: Ctrl-C). */
+    answer?: string | (string | undefined)[];
+    needsKey?: boolean;
+  },
+) {
   const asked: string[] = [];
   const warned: string[] = [];
+  const answers = [options.answer].flat();
   const fake: KeyIo = {
     env: options.env ?? { HOME: "/nonexistent-home" },
     stdinIsTerminal: () => options.terminal ?? false,
     readStdin: () => Promise.resolve(new TextEncoder().encode(options.stdin ?? "")),
     askHidden: (q) => {
       asked.push(q);
-      return Promise.resolve(options.answer);
+      return Promise.resolve(answers[asked.length - 1]);
     },
+    needsKey: () => Promise.resolve(options.needsKey ?? false),
     warn: (l) => warned.push(l),
   };
   return { fake, asked, warned };
@@ -70,6 +87,18 @@ Deno.test("where install takes the key from, and when it asks", async () => {
     }],
     [{ url }, tty, { ok: true, apiKey: KEY, from: "the terminal" }, asksFor],
     [{ url }, { terminal: true, answer: "" }, { ok: true }, asksFor],
+    // Enter, where the server answers memory's routes only with a key: asked once more, then stopped.
+    [{ url }, { terminal: true, answer: ["", KEY], needsKey: true }, {
+      ok: true,
+      apiKey: KEY,
+      from: "the terminal",
+    }, /Enter for none.*Enter to cancel/],
+    [
+      { url },
+      { terminal: true, answer: ["", ""], needsKey: true },
+      /^no API key given, and the server at http:\/\/h:1933 needs one; nothing was changed/,
+      /Enter for none.*Enter to cancel/,
+    ],
     [{ url }, { terminal: true }, /cancelled/, asksFor],
     [{}, tty, { ok: true }],
     [{ url, dryRun: true }, tty, { ok: true }],
@@ -85,7 +114,9 @@ Deno.test("where install takes the key from, and when it asks", async () => {
     } else assertEquals(got, want, name);
     if (asked) assertMatch(t.asked.join(), asked, name);
     else assertEquals(t.asked, [], `${name}: nothing is asked`);
-    if (given.apiKey === undefined || given.apiKey === "") assertEquals(t.warned, [], name);
+    if (options.needsKey) {
+      assertMatch(t.warned.join(), /^The server at http:\/\/h:1933 needs an API key/, name);
+    } else if (given.apiKey === undefined || given.apiKey === "") assertEquals(t.warned, [], name);
   }
 
   const flag = io({});
@@ -99,6 +130,15 @@ Deno.test("where install takes the key from, and when it asks", async () => {
     /--api-key puts the key on the command line, where your shell history and the process list keep it \(and if you ran `deno task install` without -q, Deno has printed it too, in its "Task install …" line\)\. Next time use --api-key-stdin.*on a terminal, asks for it without showing what you type/,
   );
   assertNotMatch(flag.warned.join(), new RegExp(KEY));
+});
+
+Deno.test("a server needs a key when it refuses memory's routes without one; dev mode, no answer and no address do not", async () => {
+  await using keyed = await FakeOpenViking.start({ apiKey: KEY });
+  await using dev = await FakeOpenViking.start();
+  assertEquals(await serverNeedsKey(keyed.url), true);
+  assertEquals(await serverNeedsKey(dev.url), false);
+  assertEquals(await serverNeedsKey(closedAddress()), false);
+  assertEquals(await serverNeedsKey("not an address"), false);
 });
 
 Deno.test("a key saved for the address is kept without asking; another address is asked for its own", async () => {
@@ -141,29 +181,27 @@ Deno.test("Enter at the prompt for another address than the saved key's deletes 
   assertEquals(await Deno.readTextFile(`${t.ov}/ovcli.conf.bak`), old);
 });
 
-Deno.test({
-  name: "on a terminal, install asks for the key without echoing it",
-  ignore: !posix ||
-    !(await new Deno.Command("python3", { args: ["-c", "import pty"] }).output().then(
-      (o) => o.success,
-      () => false,
-    )),
-  async fn() {
-    await using dir = await tempDir();
-    const home = `${dir.path}/home`;
-    await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
-    // python's pty gives the install a real terminal; it waits for the question, types the key and Enter.
-    const script = `
+const hasPty = posix &&
+  await new Deno.Command("python3", { args: ["-c", "import pty"] }).output().then(
+    (o) => o.success,
+    () => false,
+  );
+
+/** `install --url url` on a real terminal (python's pty) in `home`, typing each answer (and Enter) when asked. */
+async function installOnTerminal(home: string, url: string, answers: string[]) {
+  // It waits for each question, types the answer and Enter.
+  const script = `
 import json, os, pty, select, sys, time
-argv, env = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+argv, env, answers = json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
 pid, fd = pty.fork()
 if pid == 0:
     os.execve(argv[0], argv, env)
 out, deadline = b"", time.time() + 120
-while b"API key" not in out and time.time() < deadline:
-    if select.select([fd], [], [], 1)[0]:
-        out += os.read(fd, 4096)
-os.write(fd, b"${KEY}\\r")
+for i, answer in enumerate(answers):
+    while out.count(b"not shown as you type") <= i and time.time() < deadline:
+        if select.select([fd], [], [], 1)[0]:
+            out += os.read(fd, 4096)
+    os.write(fd, answer.encode() + b"\\r")
 while True:
     try:
         data = os.read(fd, 4096)
@@ -176,15 +214,26 @@ status = os.waitpid(pid, 0)[1]
 sys.stdout.buffer.write(out)
 sys.exit(os.waitstatus_to_exitcode(status))
 `;
+  const argv = [Deno.execPath(), ...await cliArgs(), "install", "--url", url];
+  const out = await new Deno.Command("python3", {
+    args: ["-c", script, JSON.stringify(argv), JSON.stringify(isolatedEnv(home)), JSON.stringify(answers)],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const screen = new TextDecoder().decode(out.stdout);
+  return { code: out.code, screen: screen + new TextDecoder().decode(out.stderr) };
+}
+
+Deno.test({
+  name: "on a terminal, install asks for the key without echoing it",
+  ignore: !hasPty,
+  async fn() {
+    await using dir = await tempDir();
+    const home = `${dir.path}/home`;
+    await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
     await using fake = await FakeOpenViking.start({ apiKey: KEY });
-    const argv = [Deno.execPath(), ...await cliArgs(), "install", "--url", fake.url];
-    const out = await new Deno.Command("python3", {
-      args: ["-c", script, JSON.stringify(argv), JSON.stringify(isolatedEnv(home))],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const screen = new TextDecoder().decode(out.stdout);
-    assertEquals(out.code, 0, screen + new TextDecoder().decode(out.stderr));
+    const { code, screen } = await installOnTerminal(home, fake.url, [KEY]);
+    assertEquals(code, 0, screen);
     assertStringIncludes(
       screen,
       `OpenViking API key for ${fake.url} (a user key, or the server's root key`,
@@ -192,6 +241,27 @@ sys.exit(os.waitstatus_to_exitcode(status))
     assertNotMatch(screen, new RegExp(KEY), "the typed key is not echoed");
     assertStringIncludes(screen, "api_key = (not shown; from the terminal)");
     assertEquals(JSON.parse(await Deno.readTextFile(`${home}/.openviking/ovcli.conf`)).api_key, KEY);
+  },
+});
+
+Deno.test({
+  name:
+    "Enter at the key prompt of a server that needs a key asks once more, then stops with nothing installed",
+  ignore: !hasPty,
+  async fn() {
+    await using dir = await tempDir();
+    const home = `${dir.path}/home`;
+    await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
+    await using fake = await FakeOpenViking.start({ apiKey: KEY });
+    const { code, screen } = await installOnTerminal(home, fake.url, ["", ""]);
+    assertEquals(code, 1, screen);
+    assertStringIncludes(screen, `The server at ${fake.url} needs an API key`);
+    assertMatch(screen, /Enter for none\)[^]*Enter to cancel\)/);
+    assertStringIncludes(
+      screen,
+      `no API key given, and the server at ${fake.url} needs one; nothing was changed`,
+    );
+    assertEquals(await tree(home), ["/.kimi-code/"], "nothing is installed");
   },
 });
 

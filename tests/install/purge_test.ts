@@ -201,7 +201,11 @@ Deno.test({
       const said = await t.run(runUninstall, { purge: true }, ctx);
       assertStringIncludes(said, `Queued: the commit of kc-s1 (2 message(s)), in ${t.ov}/pending/kimicode`);
       assertStringIncludes(said, "the next session start replays it");
-      assertStringIncludes(said, `once it has ended, run ${copy}/bin/openviking-kimi uninstall --purge`);
+      assertStringIncludes(
+        said,
+        `\nNote: the version ${copy} was not removed: a running process uses it (a Kimi session's MCP server or ` +
+          `a hook); once it has ended, run ${copy}/bin/openviking-kimi uninstall --purge.`,
+      );
       assertEquals(await exists(copy), true);
       const queued = await Array.fromAsync(Deno.readDir(`${t.ov}/pending/kimicode`));
       assertEquals(queued.length, 1, "the queued commit stays");
