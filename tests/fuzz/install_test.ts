@@ -18,7 +18,7 @@ import { planOvcli } from "../../install/ovcli.ts";
 import { BLOCK_BEGIN, BLOCK_END, hookEntries, MCP_SERVER_NAME, PLUGIN_ID } from "../../install/spec.ts";
 import { findBlocks, parseToml, planConfigInstall, planConfigUninstall } from "../../install/toml-block.ts";
 import { deepEqual, isRecord as isObject } from "../../lib/parsed.ts";
-import { mutated, nastyString, params } from "./arbitraries.ts";
+import { fileText, mutated, nastyString, params } from "./arbitraries.ts";
 import { MCP_ENTRY, mcpDocument } from "../install/json_arbitrary.ts";
 import { changedRegion, deletionOf, insertionOf, parseLoose } from "../install/text_diff.ts";
 import { installSandbox, opts } from "../install/helpers.ts";
@@ -28,45 +28,29 @@ const NOW = new Date("2026-11-30T12:00:00.000Z");
 
 const tomlPieces = fc.oneof(
   nastyString,
-  fc.constantFrom(
-    `\n${BLOCK_BEGIN}\n`,
-    `\n${BLOCK_END}\n`,
-    '\n[[hooks]]\nevent = "Stop"\ncommand = "node kimicode-hook.mjs"\n',
-    '\n[[hooks]]\nevent = "Stop"\ncommand = "/x/openviking-kimi hook stop"\n',
-    "\nhooks = 1\n",
-    "\n[hooks]\n",
-    '"""',
-    "\r",
+  fc.constantFrom(`\n${BLOCK_BEGIN}\n`, `\n${BLOCK_END}\n`, "\nhooks = 1\n", "\n[hooks]\n", '"""', "\r"),
+  fc.constantFrom("node kimicode-hook.mjs", "/x/openviking-kimi hook stop").map((c) =>
+    `\n[[hooks]]\nevent = "Stop"\ncommand = "${c}"\n`
   ),
 );
 
 /** config.toml as users have it: generated, edited, or already holding our (older) block. */
-const configText: fc.Arbitrary<string | undefined> = fc.oneof(
-  fc.constant(undefined),
+const configText = fileText(
   tomlDocument(),
   mutated(tomlDocument(), tomlPieces),
   tomlDocument().map((d) => {
     const p = planConfigInstall(d, hookEntries("/old/openviking-kimi"));
     return p.ok ? p.after! : d;
   }).chain((d) => fc.oneof(fc.constant(d), mutated(fc.constant(d), tomlPieces))),
-  fc.string({ unit: "binary", maxLength: 200 }),
 );
 
-const REAL_MCP = '{\n\t"mcpServers": {\n\t\t"other": {"command": "x", "args": ["y"]}\n\t},\n\t"z": 1\n}\n';
-const mcpText: fc.Arbitrary<string | undefined> = fc.oneof(
-  fc.constant(undefined),
-  fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
-  fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 }).map((servers) =>
-    JSON.stringify({ mcpServers: servers }, null, 2)
-  ),
-  mutated(fc.constant(REAL_MCP)),
-  fc.constantFrom(
-    REAL_MCP,
-    JSON.stringify({ mcpServers: { openviking: { command: "node", args: ["/x/mcp-proxy.mjs"] } } }),
-    JSON.stringify({ mcpServers: { openviking: MCP_ENTRY } }),
-    "\ufeff{}",
-    "",
-  ),
+const mcpText = fileText(
+  '{\n\t"mcpServers": {\n\t\t"other": {"command": "x", "args": ["y"]}\n\t},\n\t"z": 1\n}\n',
+  fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 })
+    .map((servers) => JSON.stringify({ mcpServers: servers }, null, 2)),
+  fc.constantFrom({ command: "node", args: ["/x/mcp-proxy.mjs"] }, MCP_ENTRY)
+    .map((openviking) => JSON.stringify({ mcpServers: { openviking } })),
+  fc.constantFrom("\ufeff{}", ""),
 );
 
 const plugins = [{ id: "other", root: "/p/other", enabled: true }, {
@@ -74,16 +58,12 @@ const plugins = [{ id: "other", root: "/p/other", enabled: true }, {
   root: "/p/ov",
   enabled: false,
 }];
-const REAL_REGISTRY = JSON.stringify({ version: 1, plugins }, null, 2);
-const registryText: fc.Arbitrary<string | undefined> = fc.oneof(
-  fc.constant(undefined),
-  fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
-  mutated(fc.constant(REAL_REGISTRY)),
+const registryText = fileText(
+  JSON.stringify({ version: 1, plugins }, null, 2),
   fc.array(
     fc.record({ id: fc.oneof(fc.constant(PLUGIN_ID), nastyString), root: nastyString }, { requiredKeys: [] }),
   )
     .map((plugins) => JSON.stringify({ version: 1, plugins })),
-  fc.constant(REAL_REGISTRY),
 );
 
 const parsesAsJsonObject = (text: string) => {
@@ -228,7 +208,7 @@ Deno.test("fuzz: installed.json and ovcli.conf planners — a result that parses
   fc.assert(
     fc.property(
       registryText,
-      fc.oneof(fc.constant(undefined), mutated(fc.constant('{"url":"http://h:1","api_key":"k"}'))),
+      fileText('{"url":"http://h:1","api_key":"k"}'),
       fc.record({ url: nastyString, apiKey: nastyString, account: nastyString, user: nastyString }, {
         requiredKeys: [],
       }),
