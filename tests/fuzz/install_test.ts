@@ -74,29 +74,58 @@ const parsesAsJsonObject = (text: string) => {
   }
 };
 
-Deno.test("fuzz: config.toml planners — a result that parses (install → uninstall gives the bytes back) or a refusal", () => {
+/** A refusal says why; else what a planner writes parses (`parses`), when it writes. */
+function parsesOrRefuses(
+  plan: { ok: true; after?: string; changed?: boolean } | { ok: false; error: string },
+  parses: (text: string) => boolean,
+  what: string,
+): void {
+  if (!plan.ok) assertTrue(plan.error.length > 0, `a refusal of ${what} says why`);
+  else if (plan.changed !== false && plan.after !== undefined) {
+    assertTrue(parses(plan.after), `${what} parses`);
+  }
+}
+
+Deno.test("fuzz: config.toml, installed.json and ovcli.conf planners — a result that parses, or a refusal", () => {
+  const creds = fc.record(
+    { url: nastyString, apiKey: nastyString, account: nastyString, user: nastyString },
+    {
+      requiredKeys: [],
+    },
+  );
+  const ovcli = fileText('{"url":"http://h:1","api_key":"k"}');
   fc.assert(
-    fc.property(configText, (text) => {
+    fc.property(configText, registryText, ovcli, creds, (text, registry, conf, creds) => {
+      const tomlParses = (t: string) => parseToml(t).ok;
       const install = planConfigInstall(text, ENTRIES);
-      if (!install.ok) assertTrue(install.error.length > 0, "a refusal says why");
-      else {
-        const parsed = parseToml(install.after!);
-        assertTrue(parsed.ok, "what install writes parses");
-        const hooks = parsed.ok && Array.isArray(parsed.value.hooks) ? parsed.value.hooks : [];
-        for (const e of ENTRIES) assertTrue(hooks.some((h) => deepEqual(h, e)), `hook ${e.event} registered`);
-        const blocks = text === undefined ? { blocks: [] } : findBlocks(text);
-        if (text !== undefined && "blocks" in blocks && blocks.blocks.length === 0) {
-          const back = planConfigUninstall(install.after);
-          assertTrue(back.ok && back.after === text, "uninstall gives back the user's bytes");
-        }
+      parsesOrRefuses(install, tomlParses, "config.toml");
+      parsesOrRefuses(planConfigUninstall(text), tomlParses, "config.toml after uninstall");
+      const parsed = install.ok ? parseToml(install.after!) : undefined;
+      const hooks = parsed?.ok && Array.isArray(parsed.value.hooks) ? parsed.value.hooks : [];
+      if (install.ok) {
+        for (const e of ENTRIES) assertTrue(hooks.some((h) => deepEqual(h, e)), `hook ${e.event}`);
       }
-      const uninstall = planConfigUninstall(text);
-      if (!uninstall.ok) assertTrue(uninstall.error.length > 0);
-      else if (uninstall.after !== undefined) {
-        assertTrue(parseToml(uninstall.after).ok, "uninstall result parses");
+      const blocks = text === undefined ? undefined : findBlocks(text);
+      if (install.ok && blocks && "blocks" in blocks && blocks.blocks.length === 0) {
+        const back = planConfigUninstall(install.after);
+        assertTrue(back.ok && back.after === text, "uninstall gives back the user's bytes");
+      }
+
+      const registryParses = (t: string) => parseRegistry(t).ok;
+      const ri = planRegistryInstall(registry, { root: "/k/r", originalSource: "/src" }, NOW);
+      parsesOrRefuses(ri, registryParses, "installed.json");
+      parsesOrRefuses(planRegistryUninstall(registry), registryParses, "installed.json after uninstall");
+      const reg = ri.ok ? parseRegistry(ri.after) : undefined;
+      if (reg) assertTrue(reg.ok && reg.value.plugins.some((p) => p.id === PLUGIN_ID && p.root === "/k/r"));
+
+      const ov = planOvcli(conf, creds, "/h/.openviking/ovcli.conf");
+      parsesOrRefuses(ov, parsesAsJsonObject, "ovcli.conf");
+      if (ov.ok && ov.changed && (creds.apiKey ?? "").length >= 12) {
+        const said = ov.summary.filter((l) => l.startsWith("api_key")).join(" ");
+        assertTrue(!said.includes(creds.apiKey!), "the key is not shown");
       }
     }),
-    params(800),
+    params(1500),
   );
 });
 
@@ -200,48 +229,6 @@ Deno.test("fuzz: mcp.json edits refuse exactly what JSON.parse refuses, and neve
         assertTrue(parsesAsJsonObject(uninstall.after));
       }
     }),
-    params(1500),
-  );
-});
-
-Deno.test("fuzz: installed.json and ovcli.conf planners — a result that parses, or a refusal", () => {
-  fc.assert(
-    fc.property(
-      registryText,
-      fileText('{"url":"http://h:1","api_key":"k"}'),
-      fc.record({ url: nastyString, apiKey: nastyString, account: nastyString, user: nastyString }, {
-        requiredKeys: [],
-      }),
-      (registry, ovcli, creds) => {
-        const root = "/k/plugins/managed/openviking-memory";
-        for (
-          const plan of [
-            planRegistryInstall(registry, { root, originalSource: "/src" }, NOW),
-            planRegistryUninstall(registry),
-          ]
-        ) {
-          if (!plan.ok) assertTrue(plan.error.length > 0);
-          else if (plan.changed && plan.after !== undefined) {
-            assertTrue(parseRegistry(plan.after).ok, "a registry Kimi can read");
-          }
-        }
-        const ri = planRegistryInstall(registry, { root: "/k/r", originalSource: "/src" }, NOW);
-        if (ri.ok) {
-          const reg = parseRegistry(ri.after);
-          assertTrue(reg.ok && reg.value.plugins.some((p) => p.id === PLUGIN_ID && p.root === "/k/r"));
-        }
-
-        const ov = planOvcli(ovcli, creds, "/h/.openviking/ovcli.conf");
-        if (!ov.ok) assertTrue(ov.error.length > 0);
-        else if (ov.changed && ov.after !== undefined) {
-          assertTrue(parsesAsJsonObject(ov.after), "ovcli.conf stays a JSON object");
-          if ((creds.apiKey ?? "").length >= 12) {
-            const said = ov.summary.filter((l) => l.startsWith("api_key")).join(" ");
-            assertTrue(!said.includes(creds.apiKey!), "the key is not shown");
-          }
-        }
-      },
-    ),
     params(1500),
   );
 });
