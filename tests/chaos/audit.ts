@@ -1,13 +1,6 @@
 /**
- * What a chaos schedule must leave behind, checked once the server is healthy, every process has ended and
- * the queue and the rejected place were replayed: every message of every closed turn on the server (lost =
- * 0); duplicates only where a reply never reached a process that could record it (the fake's lost-reply
- * writes, or the last request of a process killed by -9 — and then only when the process sending it again
- * could not ask the session what it held); first copies in journal order, but for messages OpenViking refused
- * and `replay --rejected` sent later; nothing injected, nothing secret, nothing that is not in the journal;
- * every state and queue file parses (queue entries against the queue schema), the queue and the rejected
- * place empty, files 0600 and directories 0700 under ~/.openviking; the user's Kimi config byte-identical;
- * the API key in no log; hooks exited 0 with only the documented stdout.
+ * What a chaos schedule must leave behind (README "Fault campaign and fuzzing"), checked once the server is
+ * healthy, every process has ended and the queue and the rejected place were replayed.
  */
 
 import type { FakeOpenViking, RecordedRequest, StoredMessage } from "../support/fake-openviking.ts";

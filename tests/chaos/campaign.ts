@@ -1,18 +1,11 @@
 /**
- * One chaos schedule, from a seed: a sandbox (HOME with a Kimi home holding the user's config.toml and
- * mcp.json, the fake OpenViking), a journal written in random byte pieces while random bursts of real hook
- * processes run against it — Stop, two Stops at once, Stop from a subagent mid-turn, PreCompact,
- * SessionStart, Interrupt, SessionEnd, prompt hooks, direct capture workers, `replay` and `replay --rejected`
- * — under random server faults (5xx, 429, 408, OpenViking's error envelope of every code that is not final
- * and of none, refusals for good of a batch or of single messages, dropped connections, replies lost after
- * the write was stored, timeouts, replies that are not OpenViking's — HTML pages, empty or foreign 200s and
- * 404s, redirects — and an expiring key; every kind in at least one of any 11 consecutive seeds, see
- * `faultPlan`) and random kill -9 of hook processes, of their detached workers and of replays (run directly,
- * or detached by an interrupt).
+ * One chaos schedule, from a seed (README "Fault campaign and fuzzing"): a sandbox, a journal written in
+ * random byte pieces while random bursts of real hook processes run against it (`actions`), under random
+ * server faults (`drawFault`, `faultPlan`) and random kill -9 of hooks, their detached workers and replays.
  */
 
 import { FakeOpenViking, type Fault, FINAL_CODES, SERVER_ERROR_CODES } from "../support/fake-openviking.ts";
-import { placeJournal } from "../support/hook-context.ts";
+import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { tempDir } from "../support/temp.ts";
 import { audit, snapshotProblems, walk } from "./audit.ts";
 import { LiveJournal, MARK } from "./journal-model.ts";
@@ -20,14 +13,12 @@ import { Processes, type Run } from "./procs.ts";
 import { Rng } from "./rng.ts";
 
 /** The API key of every sandbox: it must never show up in a log. */
-export const API_KEY = "ovk-chaos-apikey-0123456789abcdef";
-
-/** The user's own Kimi config, which nothing may touch. */
-export const USER_CONFIG_TOML =
-  '# mine\r\ndefault_model = "k3"\r\n[[hooks]]\r\nevent = "Stop"\r\ncommand = "true"\r\n';
-/** The user's own mcp.json. */
-export const USER_MCP_JSON = '{\n\t"mcpServers": {\n\t\t"other": {"command": "x", "args": []}\n\t}\n}';
-
+const API_KEY = "ovk-chaos-apikey-0123456789abcdef";
+/** The user's own files in the Kimi home, which nothing may touch. */
+const USER_FILES = {
+  "config.toml": '# mine\r\ndefault_model = "k3"\r\n[[hooks]]\r\nevent = "Stop"\r\ncommand = "true"\r\n',
+  "mcp.json": '{\n\t"mcpServers": {\n\t\t"other": {"command": "x", "args": []}\n\t}\n}',
+};
 const CWD = "/home/user/proj";
 const WORKER = { OPENVIKING_KIMI_HOOK_WORKER: "1" };
 const WRITE_ROUTES = [
@@ -157,18 +148,16 @@ export async function runSchedule(seed: number) {
   try {
     const kimi = `${home}/.kimi-code`;
     await Deno.mkdir(kimi, { recursive: true });
-    await Deno.writeTextFile(`${kimi}/config.toml`, USER_CONFIG_TOML);
-    await Deno.writeTextFile(`${kimi}/mcp.json`, USER_MCP_JSON);
+    const userFiles = Object.fromEntries(
+      Object.entries(USER_FILES).map(([name, text]) => [`${kimi}/${name}`, text]),
+    );
+    for (const [path, text] of Object.entries(userFiles)) await Deno.writeTextFile(path, text);
     const sessionId = `session_chaos-${seed}`;
     const path = await placeJournal(home, sessionId, "");
     const journal = LiveJournal.plan(rng, path, rng.int(2, 5));
-    const env: Record<string, string> = {
-      HOME: home,
-      KIMI_CODE_HOME: kimi,
-      OPENVIKING_URL: fake.url,
+    const env = sandboxEnv(home, fake.url, {
       OPENVIKING_API_KEY: API_KEY,
       OPENVIKING_ACCOUNT: "chaos",
-      OPENVIKING_TIMEOUT_MS: "1000",
       OPENVIKING_PROMPT_BUDGET_MS: "2500",
       OPENVIKING_REPLAY_BUDGET_MS: "4000",
       OPENVIKING_CAPTURE_WAIT_MS: String(rng.pick([0, 300, 1500])),
@@ -176,8 +165,7 @@ export async function runSchedule(seed: number) {
       // Odd seeds: the default policy, its Stop workers' idle watch committing after a second idle (and ending).
       OPENVIKING_COMMIT_POLICY: seed % 2 ? "balanced" : "every-turn",
       OPENVIKING_IDLE_COMMIT_SECONDS: "1",
-      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-    };
+    });
     const procs = new Processes(home, env);
     /** A process that sends session writes itself (so killing it may lose a reply). */
     const writer = (args: string[], stdin = "", extraEnv?: Record<string, string>) =>
@@ -331,7 +319,6 @@ export async function runSchedule(seed: number) {
     }
     await procs.settle(30_000);
 
-    const userFiles = { [`${kimi}/config.toml`]: USER_CONFIG_TOML, [`${kimi}/mcp.json`]: USER_MCP_JSON };
     const input = { home, sessionId, journalPath: path, fake, procs, abandoned, snapshots, userFiles };
     const result = await audit({ ...input, apiKey: API_KEY });
     return {
