@@ -68,11 +68,7 @@ const contentParts = fc.array(
 /**
  * An object shaped like a Kimi hook payload: well-typed fields, then sometimes one or two of the wrong type.
  */
-export function payloadArb(
-  sessionIds: readonly string[],
-  cwds: readonly string[],
-  credentials = true,
-): fc.Arbitrary<unknown> {
+function payloadArb(sessionIds: readonly string[], cwds: readonly string[], credentials = true) {
   const text = fc.string({ unit: "grapheme", maxLength: 80 });
   const good = fc.record({
     hook_event_name: fc.constantFrom("SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "PreCompact"),
@@ -115,25 +111,18 @@ const encoder = new TextEncoder();
 export function stdinArb(sessionIds: readonly string[], cwds: readonly string[]): fc.Arbitrary<Uint8Array> {
   const payloadText = payloadArb(sessionIds, cwds).map((p) => JSON.stringify(p));
   const plainText = payloadArb(sessionIds, cwds, false).map((p) => JSON.stringify(p));
+  const bytes = (t: string) => encoder.encode(t);
   return fc.oneof(
-    { weight: 1, arbitrary: fc.uint8Array({ maxLength: 300 }) },
-    { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 4 }).map((v) => encoder.encode(JSON.stringify(v))) },
-    { weight: 6, arbitrary: payloadText.map((t) => encoder.encode(t)) },
-    {
-      weight: 1,
-      arbitrary: fc.tuple(payloadText, fc.nat()).map(([t, n]) =>
-        encoder.encode(t.slice(0, n % (t.length + 1)))
-      ),
-    },
-    { weight: 1, arbitrary: payloadText.map((t) => encoder.encode(`\ufeff${t}`)) },
-    {
-      weight: 1,
-      arbitrary: fc.tuple(plainText, fc.nat(), fc.integer({ min: 0, max: 255 })).map(([t, i, b]) => {
-        const bytes = encoder.encode(t);
-        if (bytes.length) bytes[i % bytes.length] = b;
-        return bytes;
-      }),
-    },
+    fc.uint8Array({ maxLength: 300 }),
+    fc.jsonValue({ maxDepth: 4 }).map((v) => bytes(JSON.stringify(v))),
+    { weight: 6, arbitrary: payloadText.map(bytes) },
+    fc.tuple(payloadText, fc.nat()).map(([t, n]) => bytes(t.slice(0, n % (t.length + 1)))),
+    payloadText.map((t) => bytes(`\ufeff${t}`)),
+    fc.tuple(plainText, fc.nat(), fc.integer({ min: 0, max: 255 })).map(([t, i, b]) => {
+      const flipped = bytes(t);
+      if (flipped.length) flipped[i % flipped.length] = b;
+      return flipped;
+    }),
   );
 }
 
