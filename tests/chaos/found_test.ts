@@ -81,39 +81,35 @@ Deno.test("replay: a write its client gave up on is asked about only once the se
 });
 
 Deno.test("audit: an answer a forced capture took open and the next capture finished is delivered, in parts", async () => {
-  // The interrupt's capture started late (a loaded machine): the next turn had begun, so it took that turn
-  // open, and the Stop after it sent only what the answer gained (ARCHITECTURE decision 8). Seen as
-  // CHAOS_SEED=801679 "lost" + "a message the journal's closed turns do not" under load.
+  // A forced capture that starts late (a loaded machine boots the hook after the campaign's hold) finds the
+  // next turn begun, takes it open, and the capture after it sends only what the answer gained (ARCHITECTURE
+  // decision 8): the audit used to call that "lost" plus "a message the journal's closed turns do not".
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
-  const journalPath = await placeJournal(
-    dir.path,
-    "session_p",
-    new JournalBuilder().simpleTurn("what is the question", "an answer of some words").toString(),
-  );
+  const journal = new JournalBuilder().simpleTurn("what is the question", "an answer of some words");
+  const journalPath = await placeJournal(dir.path, "session_p", journal.toString());
   const [user, answer] = await messagesOf(journalPath, { maxLength: 24_000, redact: true });
   const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 2000 });
-  const parts = [user, { ...answer, content: "an answer of" }, { ...answer, content: " some words" }];
-  const budget = new Budget(5000);
-  for (const m of parts) {
-    await sendMessages(client, "kc-session_p", [m], { budget, pendingDir: `${dir.path}/p` });
+  for (const m of [user, { ...answer, content: "an answer of" }, { ...answer, content: " some words" }]) {
+    await sendMessages(client, "kc-session_p", [m], {
+      budget: new Budget(5000),
+      pendingDir: `${dir.path}/p`,
+    });
   }
-  const procs = new Processes(dir.path, {});
-  const snapshots = { files: 0, problems: [] };
-  const r = await audit({
+  const input = {
     home: dir.path,
     sessionId: "session_p",
     journalPath,
     fake,
-    procs,
+    procs: new Processes(dir.path, {}),
+  };
+  const r = await audit({
+    ...input,
     abandoned: 0,
     apiKey: "k",
     userFiles: {},
-    snapshots,
+    snapshots: { files: 0, problems: [] },
   });
-  assertEquals(
-    [r.expected, r.delivered, r.unexpected, r.duplicates, r.outOfOrder],
-    [2, 2, 0, 0, 0],
-    r.violations.join("\n"),
-  );
+  const counts = [r.expected, r.delivered, r.unexpected, r.duplicates, r.outOfOrder];
+  assertEquals(counts, [2, 2, 0, 0, 0], r.violations.join("\n"));
 });
