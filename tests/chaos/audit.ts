@@ -1,27 +1,19 @@
 /**
- * What a chaos schedule must leave behind, checked once the server is healthy, every process has ended and
- * the queue and the rejected place were replayed: every message of every closed turn on the server (lost =
- * 0); duplicates only where a reply never reached a process that could record it (the fake's lost-reply
- * writes, or the last request of a process killed by -9 — and then only when the process sending it again
- * could not ask the session what it held); first copies in journal order, but for messages OpenViking refused
- * and `replay --rejected` sent later; nothing injected, nothing secret, nothing that is not in the journal;
- * every state and queue file parses (queue entries against the queue schema), the queue and the rejected
- * place empty, files 0600 and directories 0700 under ~/.openviking; the user's Kimi config byte-identical;
- * the API key in no log; hooks exited 0 with only the documented stdout.
+ * What a chaos schedule must leave behind (README "Fault campaign and fuzzing"), checked once the server is
+ * healthy, every process has ended and the queue and the rejected place were replayed.
  */
 
 import type { FakeOpenViking, RecordedRequest, StoredMessage } from "../support/fake-openviking.ts";
 import { QueueEntrySchema } from "../../openviking/queue.ts";
 import { LedgerEntrySchema } from "../../memory/ledger.ts";
 import { SessionStateSchema } from "../../memory/state.ts";
-import { readJournal } from "../../kimi/journal/turns.ts";
-import { scanTurns, turnLineFilter } from "../../kimi/journal/turns.ts";
+import { readJournal, scanTurns, turnLineFilter } from "../../kimi/journal/turns.ts";
 import { messagesOf } from "../../cli/turns.ts";
 import { MARK, SECRET } from "./journal-model.ts";
 import { originOfRequest, type Processes } from "./procs.ts";
 
-/** Counts and violations of one schedule (see `audit`). */
-export type AuditResult = Awaited<ReturnType<typeof audit>>;
+const OUR_ENTRY_NAME = /^\d{10}-(m\d+|c)(\.json|\.\d+\.claim)$/;
+const nameOf = (path: string) => path.slice(path.lastIndexOf("/") + 1);
 
 /**
  * Problems with the state and queue files as they are right now, while processes run and get killed: each one
@@ -32,7 +24,7 @@ export async function snapshotProblems(ov: string): Promise<{ files: number; pro
   let files = 0;
   for (const f of await walk(ov)) {
     const kind = f.isDir ? undefined : kindOf(ov, f.path);
-    const name = f.path.slice(f.path.lastIndexOf("/") + 1);
+    const name = nameOf(f.path);
     if (!(kind?.queue ? kind.queue.test(name) : kind?.state === "session" && name.endsWith(".json"))) {
       continue;
     }
@@ -46,9 +38,9 @@ export async function snapshotProblems(ov: string): Promise<{ files: number; pro
 
 /** Which queue or state a file under `ov` belongs to, by where it is; undefined: neither. */
 function kindOf(ov: string, path: string) {
-  const ours = path.startsWith(`${ov}/pending/kimicode/`) ||
-    path.startsWith(`${ov}/pending/kimicode-rejected/`);
-  if (ours) return { queue: OUR_ENTRY_NAME, schema: QueueEntrySchema };
+  if (path.startsWith(`${ov}/pending/kimicode/`) || path.startsWith(`${ov}/pending/kimicode-rejected/`)) {
+    return { queue: OUR_ENTRY_NAME, schema: QueueEntrySchema };
+  }
   if (path.startsWith(`${ov}/hook-state/`)) return { state: "session", schema: SessionStateSchema };
   if (path.startsWith(`${ov}/state/`)) return { state: "plain", schema: undefined };
 }
@@ -58,20 +50,18 @@ function kindOf(ov: string, path: string) {
  * a value its schema (a JSON object for `state/`) refuses; undefined when it is gone.
  */
 async function fileProblems(path: string, kind: NonNullable<ReturnType<typeof kindOf>>) {
-  const name = path.slice(path.lastIndexOf("/") + 1);
-  if (kind.queue && !kind.queue.test(name)) return [`unexpected file in the queue: ${name}`];
+  if (kind.queue && !kind.queue.test(nameOf(path))) return [`unexpected file in the queue: ${nameOf(path)}`];
   const text = await Deno.readTextFile(path).catch(() => undefined);
   if (text === undefined) return undefined;
   try {
     const value: unknown = JSON.parse(text);
     const object = value !== null && typeof value === "object" && !Array.isArray(value);
-    if (!(kind.schema ? kind.schema.safeParse(value).success : object)) {
-      return [`${path} does not match its schema`];
-    }
+    return (kind.schema ? kind.schema.safeParse(value).success : object)
+      ? []
+      : [`${path} does not match its schema`];
   } catch {
     return [`${path} does not parse: ${JSON.stringify(text.slice(0, 80))}`];
   }
-  return [];
 }
 
 /**
@@ -90,39 +80,13 @@ export async function privateFileProblems(ov: string, f: Walked): Promise<string
   return kind ? [...problems, ...await fileProblems(f.path, kind) ?? []] : problems;
 }
 
-/** Inputs of an audit. */
-export interface AuditInput {
-  home: string;
-  sessionId: string;
-  journalPath: string;
-  fake: FakeOpenViking;
-  procs: Processes;
-  abandoned: number;
-  apiKey: string;
-  /** Files of the user's that must be byte-identical: path → content. */
-  userFiles: Record<string, string>;
-  /** What the mid-run snapshots found. */
-  snapshots: { files: number; problems: string[] };
-}
-
-const OUR_ENTRY_NAME = /^\d{10}-(m\d+|c)(\.json|\.\d+\.claim)$/;
-
 /** A file or directory found under a directory, with its permission bits. */
-export interface Walked {
-  path: string;
-  isDir: boolean;
-  mode: number;
-}
+export type Walked = { path: string; isDir: boolean; mode: number };
 
 /** Every file and directory under `dir` (none when it is missing), links not followed. */
 export async function walk(dir: string): Promise<Walked[]> {
+  const entries = await Array.fromAsync(Deno.readDir(dir)).catch(() => []);
   const out: Walked[] = [];
-  let entries: Deno.DirEntry[];
-  try {
-    entries = await Array.fromAsync(Deno.readDir(dir));
-  } catch {
-    return out;
-  }
   for (const e of entries) {
     const path = `${dir}/${e.name}`;
     const info = await Deno.lstat(path).catch(() => undefined);
@@ -136,17 +100,53 @@ export async function walk(dir: string): Promise<Walked[]> {
 const keyOf = (m: { turn_id?: unknown; role?: unknown; content?: unknown }) =>
   JSON.stringify([m.turn_id, m.role, m.content]);
 
-/** Audits the sandbox after a schedule. */
-export async function audit(input: AuditInput) {
+/**
+ * The stored messages with their text, an answer sent in parts joined: a forced capture that took a turn open
+ * sent its answer so far, and a later capture only what it gained (ARCHITECTURE decision 8). A message that is
+ * no expected one but the start of one of its turn and role takes the texts of that turn and role after it
+ * for as long as they continue it.
+ */
+function joinParts(stored: StoredMessage[], expected: { turn_id: string; role: string; content: string }[]) {
+  const out: [StoredMessage, string][] = [];
+  const open = new Map<string, [StoredMessage, string]>(); // turn:role → the parts joined so far
+  const starts = (m: StoredMessage, text: string) =>
+    expected.some((e) => e.turn_id === m.turn_id && e.role === m.role && e.content.startsWith(text));
+  for (const m of stored) {
+    const id = `${m.turn_id}:${m.role}`;
+    const text = String(m.content ?? "");
+    const part = open.get(id);
+    if (part && starts(m, part[1] + text)) {
+      part[1] += text;
+      continue;
+    }
+    const entry: [StoredMessage, string] = [m, text];
+    out.push(entry);
+    if (!expected.some((e) => keyOf(e) === keyOf(m)) && text && starts(m, text)) open.set(id, entry);
+    else open.delete(id);
+  }
+  return out;
+}
+
+/** Audits the sandbox after a schedule; `userFiles` (path → content) must be byte-identical. */
+export async function audit(input: {
+  home: string;
+  sessionId: string;
+  journalPath: string;
+  fake: FakeOpenViking;
+  procs: Processes;
+  abandoned: number;
+  apiKey: string;
+  userFiles: Record<string, string>;
+  snapshots: { files: number; problems: string[] };
+}) {
   const { fake, procs } = input;
   const violations: string[] = [...input.snapshots.problems];
   const ov = `${input.home}/.openviking`;
 
   const expected = await messagesOf(input.journalPath, { maxLength: 24_000, redact: true });
-  const read = await readJournal(input.journalPath, undefined, turnLineFilter);
-  const turns = scanTurns(read.lines).turns.length;
-  const ovSession = `kc-${input.sessionId}`;
-  const stored = fake.messages(ovSession);
+  const turns =
+    scanTurns((await readJournal(input.journalPath, undefined, turnLineFilter)).lines).turns.length;
+  const stored = fake.messages(`kc-${input.sessionId}`);
   const expectedIndex = new Map(expected.map((m, i) => [keyOf(m), i]));
 
   const requestOf = new Map<StoredMessage, RecordedRequest>();
@@ -156,25 +156,23 @@ export async function audit(input: AuditInput) {
     lastSeqOf.set(origin, Math.max(lastSeqOf.get(origin) ?? 0, r.seq));
     if (!r.route.includes("/messages")) continue;
     const body = r.body as { messages?: unknown } | undefined;
-    const items = Array.isArray(body?.messages) ? body.messages : [body];
-    for (const m of items) if (m && typeof m === "object") requestOf.set(m as StoredMessage, r);
+    for (const m of Array.isArray(body?.messages) ? body.messages : [body]) {
+      if (m && typeof m === "object") requestOf.set(m as StoredMessage, r);
+    }
   }
+  const origin = (m: StoredMessage | undefined) => originOfRequest(requestOf.get(m!)?.headers ?? {});
   const killedWriters = new Set(procs.kills.filter((k) => k.writer).map((k) => k.origin));
   const rejectedReplays = new Set(
     procs.runs.filter((r) => r.label === "replay --rejected").map((r) => r.origin),
   );
-  const inDoubt = (m: StoredMessage): boolean => {
-    const r = requestOf.get(m);
-    if (!r) return false;
-    const origin = originOfRequest(r.headers);
-    return killedWriters.has(origin) && lastSeqOf.get(origin) === r.seq;
-  };
+  /** Sent in the last request of a writer killed by -9: it never read the reply. */
+  const inDoubt = (m: StoredMessage) =>
+    requestOf.has(m) && killedWriters.has(origin(m)) && lastSeqOf.get(origin(m)) === requestOf.get(m)!.seq;
 
   const copies = new Map<string, StoredMessage[]>();
   let unexpected = 0;
-  for (const m of stored) {
-    const k = keyOf(m);
-    const text = String(m.content ?? "");
+  for (const [m, text] of joinParts(stored, expected)) {
+    const k = keyOf({ ...m, content: text });
     if (text.includes(MARK)) {
       violations.push(`injected text was captured: ${JSON.stringify(text.slice(0, 120))}`);
     }
@@ -184,12 +182,11 @@ export async function audit(input: AuditInput) {
     if (!expectedIndex.has(k)) {
       unexpected++;
       violations.push(`the server has a message the journal's closed turns do not: ${k.slice(0, 200)}`);
-      continue;
-    }
-    copies.set(k, [...(copies.get(k) ?? []), m]);
+    } else copies.set(k, [...(copies.get(k) ?? []), m]);
   }
   const asked = fake.requests.filter((r) => r.route === "GET /api/v1/sessions/:id/context" && r.answered);
-  const knew = (earlier: RecordedRequest, resend: RecordedRequest): boolean =>
+  /** The process sending `resend` asked the session after the server had handled `earlier`. */
+  const knew = (earlier: RecordedRequest, resend: RecordedRequest) =>
     asked.some((g) =>
       originOfRequest(g.headers) === originOfRequest(resend.headers) && g.seq < resend.seq &&
       (g.handled ?? 0) > (earlier.handled ?? Infinity)
@@ -200,10 +197,9 @@ export async function audit(input: AuditInput) {
     duplicates += list.length - 1;
     for (let i = 1; i < list.length; i++) {
       const resend = requestOf.get(list[i]);
-      const explained = list.slice(0, i).some((m) =>
-        inDoubt(m) && resend !== undefined && !knew(requestOf.get(m)!, resend)
-      );
-      if (explained) killExplained++;
+      if (list.slice(0, i).some((m) => inDoubt(m) && resend && !knew(requestOf.get(m)!, resend))) {
+        killExplained++;
+      }
     }
   }
   const lost = expected.filter((m) => !copies.has(keyOf(m)));
@@ -215,69 +211,59 @@ export async function audit(input: AuditInput) {
     );
   }
   const resent = new Set(
-    [...copies].filter(([, list]) =>
-      rejectedReplays.has(originOfRequest(requestOf.get(list[0])?.headers ?? {}))
-    ).map(([k]) => k),
+    [...copies].filter(([, list]) => rejectedReplays.has(origin(list[0]))).map(([k]) => k),
   );
   const firstOrder = [...copies.keys()].filter((k) => !resent.has(k)).map((k) => expectedIndex.get(k)!);
-  let outOfOrder = 0;
-  for (let i = 1; i < firstOrder.length; i++) if (firstOrder[i] < firstOrder[i - 1]) outOfOrder++;
+  const outOfOrder = firstOrder.filter((x, i) => i > 0 && x < firstOrder[i - 1]).length;
   if (outOfOrder) violations.push(`${outOfOrder} messages reached the server before an earlier one`);
-  const detail = [`expected ${expected.map((m) => `${m.turn_id}:${m.role}`).join(" ")}`];
-  for (const m of stored) {
-    const r = requestOf.get(m);
-    detail.push(
-      `stored ${m.turn_id}:${m.role} by #${r?.seq} ${r?.route} from ${originOfRequest(r?.headers ?? {})}`,
-    );
-  }
-  for (const r of procs.runs) detail.push(`ran ${r.origin} ${r.label}${r.killed ? " (killed)" : ""}`);
-  for (const k of procs.kills) detail.push(`killed ${k.label} ${k.origin} (pid ${k.pid})`);
+  const detail = [
+    `expected ${expected.map((m) => `${m.turn_id}:${m.role}`).join(" ")}`,
+    ...stored.map((m) => {
+      const r = requestOf.get(m);
+      return `stored ${m.turn_id}:${m.role} by #${r?.seq} ${r?.route} from ${origin(m)}`;
+    }),
+    ...procs.runs.map((r) => `ran ${r.origin} ${r.label}${r.killed ? " (killed)" : ""}`),
+    ...procs.kills.map((k) => `killed ${k.label} ${k.origin} (pid ${k.pid})`),
+  ];
 
   let orphanTemps = 0;
-  let leftLocks = 0;
   for (const f of await walk(ov)) {
     violations.push(...await privateFileProblems(ov, f));
-    const name = f.path.slice(f.path.lastIndexOf("/") + 1);
-    if (f.isDir) {
-      if (name.includes(".lock")) leftLocks++;
-      continue;
-    }
+    const name = nameOf(f.path);
+    if (f.isDir) continue;
     if (name.endsWith(".tmp")) {
       orphanTemps++;
       continue;
     }
-    if (f.path.includes(".lock")) continue; // the owner pid file of a left lock
+    if (f.path.includes(".lock")) continue; // the owner pid file of a lock left by a killed holder
     const kind = kindOf(ov, f.path);
-    if (kind) {
-      if (kind.queue?.test(name)) {
-        violations.push(`queue or rejected place not empty after the final replays: ${name}`);
+    const ledger = f.path.startsWith(`${ov}/ledger/kimicode/`) && name.endsWith(".jsonl");
+    if (kind?.queue?.test(name)) {
+      violations.push(`queue or rejected place not empty after the final replays: ${name}`);
+    }
+    if (kind) continue;
+    if (!ledger && !f.path.startsWith(`${ov}/logs/`)) {
+      violations.push(`unexpected file ${f.path}`);
+      continue;
+    }
+    const text = await Deno.readTextFile(f.path);
+    if (text.includes(input.apiKey)) violations.push(`the API key is in ${f.path}`);
+    for (const line of ledger ? text.split("\n").filter(Boolean) : []) {
+      if (!LedgerEntrySchema.safeParse(JSON.parse(line)).success) {
+        violations.push(`a ledger line of ${name} does not match the ledger schema: ${line.slice(0, 80)}`);
       }
-    } else if (f.path.startsWith(`${ov}/logs/`)) {
-      if ((await Deno.readTextFile(f.path)).includes(input.apiKey)) {
-        violations.push(`the API key is in ${f.path}`);
-      }
-    } else if (f.path.startsWith(`${ov}/ledger/kimicode/`) && name.endsWith(".jsonl")) {
-      const text = await Deno.readTextFile(f.path);
-      if (text.includes(input.apiKey)) violations.push(`the API key is in ${f.path}`);
-      for (const line of text.split("\n").filter(Boolean)) {
-        if (!LedgerEntrySchema.safeParse(JSON.parse(line)).success) {
-          violations.push(`a ledger line of ${name} does not match the ledger schema: ${line.slice(0, 80)}`);
-        }
-      }
-    } else violations.push(`unexpected file ${f.path}`);
+    }
   }
-  const capture = `${ov}/hook-state/kimicode/${input.sessionId}.json`;
-  if (!(await Deno.stat(capture).then(() => true, () => false))) {
+  if (!(await Deno.stat(`${ov}/hook-state/kimicode/${input.sessionId}.json`).then(() => true, () => false))) {
     violations.push("no capture state was written");
   }
-
   for (const [path, content] of Object.entries(input.userFiles)) {
-    const now = await Deno.readTextFile(path).catch(() => "<missing>");
-    if (now !== content) violations.push(`${path} was changed`);
+    if ((await Deno.readTextFile(path).catch(() => "<missing>")) !== content) {
+      violations.push(`${path} was changed`);
+    }
   }
 
-  for (const run of procs.runs) {
-    if (run.killed) continue;
+  for (const run of procs.runs.filter((r) => !r.killed)) {
     const out = await run.ended;
     if (run.label.startsWith("replay")) {
       if (out.code !== 0 && out.code !== 1) {
@@ -293,30 +279,22 @@ export async function audit(input: AuditInput) {
     if (!documented) violations.push(`${run.label} printed ${JSON.stringify(out.stdout.slice(0, 200))}`);
   }
 
+  // For the summary: duplicates whose earlier copy went to a process killed before it read the reply
+  // (killExplained) and messages whose reply the fake lost (lostReplyWrites) are the allowed ones; resent:
+  // refused for good while the server was faulty, delivered by `replay --rejected`.
   return {
     turns,
-    /** Messages the journal's closed turns hold, and of those how many reached the server. */
     expected: expected.length,
     delivered: expected.length - lost.length,
     lost: lost.length,
-    /** Stored copies beyond the first of a message. */
     duplicates,
-    /** Duplicates whose earlier copy went to a process killed before it could record the reply. */
     killExplained,
-    /** Messages the server stored whose reply was lost (fake's count): the other allowed duplicates. */
     lostReplyWrites,
-    /** Messages delivered out of journal order (first copies). */
     outOfOrder,
-    /** Messages refused for good while the server was faulty, delivered by `replay --rejected`. */
     resentRejected: resent.size,
-    /** Claims left by killed replays and workers, taken over by the next run. */
     abandoned: input.abandoned,
-    /** State and queue files read (and parsed) while processes ran. */
     snapshotFiles: input.snapshots.files,
-    /** Temp files of writes cut by kill -9, and locks left by killed holders. */
     orphanTemps,
-    leftLocks,
-    /** Stored messages that are no message of the journal's closed turns. */
     unexpected,
     violations,
     /** What was stored by whom, what ran and what was killed: printed for a failing schedule. */

@@ -1,34 +1,26 @@
 /**
- * One chaos schedule, from a seed: a sandbox (HOME with a Kimi home holding the user's config.toml and
- * mcp.json, the fake OpenViking), a journal written in random byte pieces while random bursts of real hook
- * processes run against it — Stop, two Stops at once, Stop from a subagent mid-turn, PreCompact,
- * SessionStart, Interrupt, SessionEnd, prompt hooks, direct capture workers, `replay` and `replay --rejected`
- * — under random server faults (5xx, 429, 408, OpenViking's error envelope of every code that is not final
- * and of none, refusals for good of a batch or of single messages, dropped connections, replies lost after
- * the write was stored, timeouts, replies that are not OpenViking's — HTML pages, empty or foreign 200s and
- * 404s, redirects — and an expiring key; every kind in at least one of any 11 consecutive seeds, see
- * `faultPlan`) and random kill -9 of hook processes, of their detached workers and of replays (run directly,
- * or detached by an interrupt).
+ * One chaos schedule, from a seed (README "Fault campaign and fuzzing"): a sandbox, a journal written in
+ * random byte pieces while random bursts of real hook processes run against it (`actions`), under random
+ * server faults (`drawFault`, `faultPlan`) and random kill -9 of hooks, their detached workers and replays.
  */
 
 import { FakeOpenViking, type Fault, FINAL_CODES, SERVER_ERROR_CODES } from "../support/fake-openviking.ts";
-import { placeJournal } from "../support/hook-context.ts";
+import { placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { tempDir } from "../support/temp.ts";
 import { audit, snapshotProblems, walk } from "./audit.ts";
 import { LiveJournal, MARK } from "./journal-model.ts";
-import { originOfRequest, Processes, type Run } from "./procs.ts";
+import { Processes, type Run } from "./procs.ts";
 import { Rng } from "./rng.ts";
 
 /** The API key of every sandbox: it must never show up in a log. */
-export const API_KEY = "ovk-chaos-apikey-0123456789abcdef";
-
-/** The user's own Kimi config, which nothing may touch. */
-export const USER_CONFIG_TOML =
-  '# mine\r\ndefault_model = "k3"\r\n[[hooks]]\r\nevent = "Stop"\r\ncommand = "true"\r\n';
-/** The user's own mcp.json. */
-export const USER_MCP_JSON = '{\n\t"mcpServers": {\n\t\t"other": {"command": "x", "args": []}\n\t}\n}';
-
+const API_KEY = "ovk-chaos-apikey-0123456789abcdef";
+/** The user's own files in the Kimi home, which nothing may touch. */
+const USER_FILES = {
+  "config.toml": '# mine\r\ndefault_model = "k3"\r\n[[hooks]]\r\nevent = "Stop"\r\ncommand = "true"\r\n',
+  "mcp.json": '{\n\t"mcpServers": {\n\t\t"other": {"command": "x", "args": []}\n\t}\n}',
+};
 const CWD = "/home/user/proj";
+const WORKER = { OPENVIKING_KIMI_HOOK_WORKER: "1" };
 const WRITE_ROUTES = [
   "POST /api/v1/sessions/:id/messages/batch",
   "POST /api/v1/sessions/:id/messages",
@@ -99,10 +91,7 @@ function drawFault(rng: Rng, kind: number): Fault {
 }
 
 /** A fault of a schedule's plan, with its kind. */
-export interface PlannedFault {
-  kind: number;
-  fault: Fault;
-}
+export type PlannedFault = { kind: number; fault: Fault };
 
 /**
  * The server faults of each of `stages` stages of the schedule of `seed`, drawn from `rng`: a stage has one
@@ -115,9 +104,8 @@ export function faultPlan(rng: Rng, seed: number, stages: number): PlannedFault[
   const forcedStage = rng.int(0, stages - 1);
   const planned = (kind: number): PlannedFault => ({ kind, fault: drawFault(rng, kind) });
   return Array.from({ length: stages }, (_, s) => {
-    const drawn = rng.chance(0.6)
-      ? Array.from({ length: rng.int(1, 2) }, () => planned(rng.int(0, FAULT_KINDS - 1)))
-      : [];
+    const n = rng.chance(0.6) ? rng.int(1, 2) : 0;
+    const drawn = Array.from({ length: n }, () => planned(rng.int(0, FAULT_KINDS - 1)));
     return s === forcedStage ? [planned(forced), ...drawn] : drawn;
   });
 }
@@ -128,16 +116,12 @@ export type ScheduleResult = Awaited<ReturnType<typeof runSchedule>>;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** When to kill -9 a started process and/or its detached worker (undefined: not at all). */
-interface KillPlan {
-  runAfterMs?: number;
-  workerAfterMs?: number;
-}
+type KillPlan = { runAfterMs?: number; workerAfterMs?: number };
 
-function drawKill(rng: Rng, detaches: boolean): KillPlan {
-  const runAfterMs = rng.chance(0.25) ? rng.int(0, 600) : undefined;
-  const workerAfterMs = detaches && rng.chance(0.4) ? rng.int(0, 1200) : undefined;
-  return { runAfterMs, workerAfterMs };
-}
+const drawKill = (rng: Rng, detaches: boolean): KillPlan => ({
+  runAfterMs: rng.chance(0.25) ? rng.int(0, 600) : undefined,
+  workerAfterMs: detaches && rng.chance(0.4) ? rng.int(0, 1200) : undefined,
+});
 
 /** Runs the schedule of `seed` and audits it. */
 export async function runSchedule(seed: number) {
@@ -164,18 +148,16 @@ export async function runSchedule(seed: number) {
   try {
     const kimi = `${home}/.kimi-code`;
     await Deno.mkdir(kimi, { recursive: true });
-    await Deno.writeTextFile(`${kimi}/config.toml`, USER_CONFIG_TOML);
-    await Deno.writeTextFile(`${kimi}/mcp.json`, USER_MCP_JSON);
+    const userFiles = Object.fromEntries(
+      Object.entries(USER_FILES).map(([name, text]) => [`${kimi}/${name}`, text]),
+    );
+    for (const [path, text] of Object.entries(userFiles)) await Deno.writeTextFile(path, text);
     const sessionId = `session_chaos-${seed}`;
     const path = await placeJournal(home, sessionId, "");
     const journal = LiveJournal.plan(rng, path, rng.int(2, 5));
-    const env: Record<string, string> = {
-      HOME: home,
-      KIMI_CODE_HOME: kimi,
-      OPENVIKING_URL: fake.url,
+    const env = sandboxEnv(home, fake.url, {
       OPENVIKING_API_KEY: API_KEY,
       OPENVIKING_ACCOUNT: "chaos",
-      OPENVIKING_TIMEOUT_MS: "1000",
       OPENVIKING_PROMPT_BUDGET_MS: "2500",
       OPENVIKING_REPLAY_BUDGET_MS: "4000",
       OPENVIKING_CAPTURE_WAIT_MS: String(rng.pick([0, 300, 1500])),
@@ -183,9 +165,11 @@ export async function runSchedule(seed: number) {
       // Odd seeds: the default policy, its Stop workers' idle watch committing after a second idle (and ending).
       OPENVIKING_COMMIT_POLICY: seed % 2 ? "balanced" : "every-turn",
       OPENVIKING_IDLE_COMMIT_SECONDS: "1",
-      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
-    };
+    });
     const procs = new Processes(home, env);
+    /** A process that sends session writes itself (so killing it may lose a reply). */
+    const writer = (args: string[], stdin = "", extraEnv?: Record<string, string>) =>
+      procs.start(args, stdin, { writer: true, extraEnv });
     const payload = (event: string, extra: Record<string, unknown> = {}) =>
       JSON.stringify({ hook_event_name: event, session_id: sessionId, cwd: CWD, ...extra });
 
@@ -256,9 +240,7 @@ export async function runSchedule(seed: number) {
         const kill = drawKill(r, true); // its detached replay, when it starts one
         return async () => {
           const k = await journal.cancelOpenTurn(1000);
-          const run = await procs.start(["hook", "interrupt"], payload("Interrupt", { turn_id: k ?? 0 }), {
-            writer: true,
-          });
+          const run = await writer(["hook", "interrupt"], payload("Interrupt", { turn_id: k ?? 0 }));
           const grow = (async () => {
             await sleep(cancelAfter);
             await journal.completeLine();
@@ -277,21 +259,14 @@ export async function runSchedule(seed: number) {
       worker: (r) => {
         const kill = drawKill(r, false);
         return async () => {
-          const run = await procs.start(["hook", "stop"], payload("Stop"), {
-            writer: true,
-            extraEnv: { OPENVIKING_KIMI_HOOK_WORKER: "1" },
-          });
-          await applyKills(run, kill);
+          await applyKills(await writer(["hook", "stop"], payload("Stop"), WORKER), kill);
         };
       },
       replay: (r) => {
         const kill = { runAfterMs: r.chance(0.5) ? r.int(0, 1500) : undefined };
         const rejected = r.chance(0.3);
         return async () => {
-          const run = await procs.start(rejected ? ["replay", "--rejected"] : ["replay"], "", {
-            writer: true,
-          });
-          await applyKills(run, kill);
+          await applyKills(await writer(rejected ? ["replay", "--rejected"] : ["replay"]), kill);
         };
       },
     };
@@ -334,38 +309,18 @@ export async function runSchedule(seed: number) {
     const pendingDir = `${home}/.openviking/pending`;
     const abandoned = (await walk(`${pendingDir}/kimicode`)).filter((f) => f.path.endsWith(".claim")).length;
     for (let round = 0; round < 3; round++) {
-      await (await procs.start(["replay"], "", { writer: true })).ended;
-      await (await procs.start(["hook", "stop"], payload("Stop"), {
-        writer: true,
-        extraEnv: { OPENVIKING_KIMI_HOOK_WORKER: "1", OPENVIKING_CAPTURE_WAIT_MS: "0" },
-      })).ended;
-      const left = await (await procs.start(["replay"], "", { writer: true })).ended;
-      const kept = await (await procs.start(["replay", "--rejected"], "", { writer: true })).ended;
+      await (await writer(["replay"])).ended;
+      await (await writer(["hook", "stop"], payload("Stop"), { ...WORKER, OPENVIKING_CAPTURE_WAIT_MS: "0" }))
+        .ended;
+      const left = await (await writer(["replay"])).ended;
+      const kept = await (await writer(["replay", "--rejected"])).ended;
       if (left.code === 0 && kept.code === 0) break;
       await sleep(1100); // a write whose reply was lost is asked about once the server had a timeout more
     }
     await procs.settle(30_000);
 
-    const result = await audit({
-      home,
-      sessionId,
-      journalPath: path,
-      fake,
-      procs,
-      abandoned,
-      apiKey: API_KEY,
-      snapshots,
-      userFiles: { [`${kimi}/config.toml`]: USER_CONFIG_TOML, [`${kimi}/mcp.json`]: USER_MCP_JSON },
-    });
-    const keep = Deno.env.get("CHAOS_KEEP");
-    if (keep && result.violations.length) {
-      await new Deno.Command("cp", { args: ["-a", home, `${keep}/seed-${seed}`] }).output();
-      const lines = fake.requests.map((r) =>
-        JSON.stringify({ ...r, headers: { origin: originOfRequest(r.headers) } })
-      );
-      await Deno.writeTextFile(`${keep}/seed-${seed}/requests.jsonl`, lines.join("\n"));
-      await Deno.writeTextFile(`${keep}/seed-${seed}/plan.json`, JSON.stringify(plan));
-    }
+    const input = { home, sessionId, journalPath: path, fake, procs, abandoned, snapshots, userFiles };
+    const result = await audit({ ...input, apiKey: API_KEY });
     return {
       ...result,
       seed,
@@ -373,7 +328,6 @@ export async function runSchedule(seed: number) {
       kills: procs.kills.length,
       workerKills: procs.kills.filter((k) => k.label === "detached worker").length,
       faults: faultsHit,
-      /** The fault kinds its plan drew. */
       faultKinds: [...new Set(plan.flat().map((p) => p.kind))],
       stages,
       durationMs: Date.now() - started,

@@ -9,65 +9,47 @@ import type { Rng } from "./rng.ts";
 
 /** Text that must never reach the server: everything injected carries it. */
 export const MARK = "CHAOS-INJECTED-MARK";
-
 /** A credential that redaction must remove. */
 export const SECRET = "sk-chaoscampaignsecret0123456789";
 
 const WORDS = ["alpha", "beta", "gamma", "tabs", "spaces", "parser", "deploy", "模块", "测试", "😀", "naïve"];
+const sentence = (rng: Rng) => Array.from({ length: rng.int(3, 9) }, () => rng.pick(WORDS)).join(" ");
 
-function sentence(rng: Rng): string {
-  const n = rng.int(3, 9);
-  return Array.from({ length: n }, () => rng.pick(WORDS)).join(" ");
-}
-
-/** The lines of one turn and where its records are. */
-interface TurnLines {
-  lines: string[];
-  /** Index (in `lines`) of the `turn.prompt` record. */
-  promptAt: number;
-  /** Index of the record that closes the turn (`turn.ended`, or the legacy final `step.end`). */
-  closeAt: number;
-  /** Index of the hook_result record written before the prompt. */
-  hookAt: number;
-  /** The prompt's user text as the prompt hook receives it. */
-  prompt: string;
-  /** Turn id in the journal. */
-  id: number;
-}
+/**
+ * The lines of one turn: its hook_result record first, the `turn.prompt` record at `promptAt`, the record that
+ * closes it (`turn.ended`, or the legacy final `step.end`) at `closeAt`; `prompt` is the user text the prompt
+ * hook receives.
+ */
+type TurnLines = { lines: string[]; promptAt: number; closeAt: number; prompt: string; id: number };
 
 const encoder = new TextEncoder();
-const byteLength = (s: string) => encoder.encode(s).length;
+const byteLength = (s: string) => encoder.encode(s).length + 1; // with its newline
 
 /** A journal being written by a schedule. */
 export class LiveJournal {
-  readonly v2: boolean;
-  private readonly header: string[];
   private readonly turns: TurnLines[] = [];
   /** Bytes of the planned text already on disk. */
   written = 0;
   /** No new turn is begun before this time (ms epoch). */
   private holdUntil = 0;
+  /** One write to the file at a time (appends from two actions at once would repeat or lose bytes). */
+  private queue: Promise<unknown> = Promise.resolve();
 
-  private constructor(readonly path: string, v2: boolean, header: string[]) {
-    this.v2 = v2;
-    this.header = header;
-  }
+  private constructor(readonly path: string, readonly v2: boolean, private readonly header: string[]) {}
 
   /** Plans a random session of `turnCount` turns, to be written at `path` (which must exist, maybe empty). */
   static plan(rng: Rng, path: string, turnCount: number): LiveJournal {
     const v2 = rng.chance(0.7);
     const j = new JournalBuilder({ v2 });
-    const header = [...j.lines];
-    const live = new LiveJournal(path, v2, header);
+    const live = new LiveJournal(path, v2, [...j.lines]);
     for (let k = 0; k < turnCount; k++) {
       const start = j.lines.length;
       j.hookResult(`<openviking-context>${MARK} planned recall</openviking-context>`);
-      const hookAt = 0;
-      const user = `${sentence(rng)}${rng.chance(0.3) ? ` key ${SECRET}` : ""}${
+      const prompt = `${sentence(rng)}${rng.chance(0.3) ? ` key ${SECRET}` : ""}${
         rng.chance(0.3) ? ` <system-reminder>${MARK}</system-reminder>` : ""
       }`;
       const promptAt = j.lines.length - start;
-      j.prompt(user);
+      j.prompt(prompt);
       if (rng.chance(0.3)) j.reminder(MARK);
       const steps = rng.int(0, 3);
       for (let s = 0; s < steps; s++) {
@@ -83,52 +65,26 @@ export class LiveJournal {
       if (!v2 && (steps === 0 || !j.lines.at(-1)!.includes('"end_turn"'))) j.stepBegin().stepEnd("end_turn");
       const closeAt = (v2 ? j.lines.length : j.lines.length - 1) - start;
       j.ended(rng.pick(["completed", "completed", "cancelled", "failed"]));
-      const lines = j.lines.slice(start);
-      live.turns.push({
-        lines,
-        promptAt,
-        closeAt,
-        hookAt,
-        prompt: user,
-        id: j.turnId,
-      });
+      live.turns.push({ lines: j.lines.slice(start), promptAt, closeAt, prompt, id: j.turnId });
     }
     return live;
   }
 
-  /** Every planned line, in order, each with its newline. */
-  private allLines(): string[] {
-    return [...this.header, ...this.turns.flatMap((t) => t.lines)].map((l) => `${l}\n`);
-  }
-
   /** The whole planned text. */
   text(): string {
-    return this.allLines().join("");
+    return [...this.header, ...this.turns.flatMap((t) => t.lines)].map((l) => `${l}\n`).join("");
   }
 
-  /** Size of the planned text in bytes. */
   size(): number {
-    return byteLength(this.text());
+    return encoder.encode(this.text()).length;
   }
 
-  /** Byte offset at which each turn's line `i` ends. */
-  private lineEnd(turn: number, i: number): number {
-    let n = this.header.reduce((a, l) => a + byteLength(l) + 1, 0);
-    for (let k = 0; k < turn; k++) n += this.turns[k].lines.reduce((a, l) => a + byteLength(l) + 1, 0);
-    for (let x = 0; x <= i; x++) n += byteLength(this.turns[turn].lines[x]) + 1;
-    return n;
+  /** Byte offset at which turn `turn`'s line `i` starts (`end`: ends). */
+  private offset(turn: number, i: number, end = false): number {
+    const sum = (lines: string[]) => lines.reduce((a, l) => a + byteLength(l), 0);
+    return sum(this.header) + sum(this.turns.slice(0, turn).flatMap((t) => t.lines)) +
+      sum(this.turns[turn].lines.slice(0, end ? i + 1 : i));
   }
-
-  /**
-   * After an interrupt or a session end nobody starts the next turn at once (the user types, or resumes Kimi
-   * first): until `ms` from now the journal grows no further than the next prompt.
-   */
-  private holdNewTurns(ms: number): void {
-    this.holdUntil = Date.now() + ms;
-  }
-
-  /** One write to the file at a time (appends from two actions at once would repeat or lose bytes). */
-  private queue: Promise<unknown> = Promise.resolve();
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.queue.then(fn);
@@ -143,12 +99,9 @@ export class LiveJournal {
 
   private async append(to: number): Promise<void> {
     const bytes = encoder.encode(this.text());
-    let limit = bytes.length;
     const next = this.nextPrompt();
-    if (Date.now() < this.holdUntil && next !== undefined) {
-      const t = this.turns[next];
-      limit = this.lineEnd(next, t.promptAt) - byteLength(t.lines[t.promptAt]) - 1;
-    }
+    const held = Date.now() < this.holdUntil && next !== undefined;
+    const limit = held ? this.offset(next, this.turns[next].promptAt) : bytes.length;
     const end = Math.max(this.written, Math.min(to, limit));
     if (end === this.written) return;
     await Deno.writeFile(this.path, bytes.subarray(this.written, end), { append: true });
@@ -163,75 +116,60 @@ export class LiveJournal {
   private async finishLine(): Promise<void> {
     const text = encoder.encode(this.text());
     if (this.written === 0 || this.written >= text.length || text[this.written - 1] === 0x0a) return;
-    const nl = text.indexOf(0x0a, this.written);
-    await this.append(nl + 1);
+    await this.append(text.indexOf(0x0a, this.written) + 1);
   }
 
   /** The turn whose prompt is on disk but whose closing record is not; undefined when none. */
   openTurn(): number | undefined {
-    for (let k = 0; k < this.turns.length; k++) {
-      const t = this.turns[k];
-      if (this.written >= this.lineEnd(k, t.promptAt) && this.written < this.lineEnd(k, t.closeAt)) return k;
-    }
-    return undefined;
+    const k = this.turns.findIndex((t, k) =>
+      this.written >= this.offset(k, t.promptAt, true) && this.written < this.offset(k, t.closeAt, true)
+    );
+    return k < 0 ? undefined : k;
   }
 
   /** The turn whose prompt comes next (its hook_result may be rewritten until then); undefined when none. */
   nextPrompt(): number | undefined {
-    for (let k = 0; k < this.turns.length; k++) {
-      if (this.written < this.lineEnd(k, this.turns[k].promptAt)) return k;
-    }
-    return undefined;
+    const k = this.turns.findIndex((t, k) => this.written < this.offset(k, t.promptAt, true));
+    return k < 0 ? undefined : k;
   }
 
-  /** The user text of turn `k`'s prompt. */
   promptOf(k: number): string {
     return this.turns[k].prompt;
   }
 
   /**
    * Cancels the open turn the way Kimi does on interrupt or exit: the current record is finished, the rest of
-   * the turn is never written, and the cancel record is planned next; no new turn begins for `holdMs`.
+   * the turn is never written, and the cancel record is planned next. After it nobody starts the next turn at
+   * once (the user types, or resumes Kimi first): for `holdMs` the journal grows no further than the next
+   * prompt.
    */
   cancelOpenTurn(holdMs: number): Promise<number | undefined> {
-    return this.serial(() => {
-      this.holdNewTurns(holdMs);
-      return this.cancel();
+    return this.serial(async () => {
+      this.holdUntil = Date.now() + holdMs;
+      await this.finishLine();
+      const k = this.openTurn();
+      if (k === undefined) return undefined;
+      const t = this.turns[k];
+      let done = 0;
+      while (done < t.lines.length && this.offset(k, done, true) <= this.written) done++;
+      const cancel = this.v2
+        ? { type: "turn.ended", agentId: "main", turnId: t.id, reason: "cancelled", durationMs: 1 }
+        : { type: "turn.cancel" };
+      t.lines = [...t.lines.slice(0, done), JSON.stringify(cancel)];
+      t.closeAt = done;
+      return k;
     });
-  }
-
-  private async cancel(): Promise<number | undefined> {
-    await this.finishLine();
-    const k = this.openTurn();
-    if (k === undefined) return undefined;
-    const t = this.turns[k];
-    let done = 0;
-    while (done < t.lines.length && this.lineEnd(k, done) <= this.written) done++;
-    const cancel = this.v2
-      ? JSON.stringify({
-        type: "turn.ended",
-        agentId: "main",
-        turnId: t.id,
-        reason: "cancelled",
-        durationMs: 1,
-      })
-      : JSON.stringify({ type: "turn.cancel" });
-    t.lines = [...t.lines.slice(0, done), cancel];
-    t.closeAt = done;
-    return k;
   }
 
   /** Puts what the prompt hook really printed into turn `k`'s hook_result record, if not yet written. */
   setHookResult(k: number, stdout: string): Promise<void> {
     return this.serial(() => {
       const t = this.turns[k];
-      if (this.written > this.lineEnd(k, t.hookAt) - byteLength(t.lines[t.hookAt]) - 1) {
-        return Promise.resolve();
-      }
-      const record = JSON.parse(t.lines[t.hookAt]) as { message: { content: { text: string }[] } };
+      if (this.written > this.offset(k, 0)) return Promise.resolve();
+      const record = JSON.parse(t.lines[0]) as { message: { content: { text: string }[] } };
       record.message.content[0].text =
         `<hook_result hook_event="UserPromptSubmit">\n${stdout}\n</hook_result>`;
-      t.lines[t.hookAt] = JSON.stringify(record);
+      t.lines[0] = JSON.stringify(record);
       return Promise.resolve();
     });
   }
@@ -245,8 +183,7 @@ export class LiveJournal {
   /** Replaces the file with the same bytes under a new inode (Kimi rewrites old journals on resume). */
   rewrite(): Promise<void> {
     return this.serial(async () => {
-      const bytes = encoder.encode(this.text()).subarray(0, this.written);
-      await Deno.writeFile(`${this.path}.rewrite`, bytes);
+      await Deno.writeFile(`${this.path}.rewrite`, encoder.encode(this.text()).subarray(0, this.written));
       await Deno.rename(`${this.path}.rewrite`, this.path);
     });
   }

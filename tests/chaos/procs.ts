@@ -6,23 +6,14 @@
 
 import { cliArgs, denoEnv } from "../support/run.ts";
 
-/** How a process ended. */
-export interface Ended {
-  code: number;
-  signal: string | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** A process this sandbox started. */
+/** A process this sandbox started; a `writer` sends session writes itself (interrupt, a worker, replay). */
 export interface Run {
   origin: string;
   /** `hook <event>` or `replay`. */
   label: string;
-  /** It sends session writes itself (interrupt, a worker, replay), so killing it may lose a reply. */
   writer: boolean;
   child: Deno.ChildProcess;
-  ended: Promise<Ended>;
+  ended: Promise<{ code: number; signal: string | null; stdout: string; stderr: string }>;
   finished: boolean;
   killed: boolean;
 }
@@ -31,11 +22,7 @@ export interface Run {
 export type Kill = Pick<Run, "origin" | "label" | "writer"> & { pid: number };
 
 /** One process as `ps` shows it: pid, state and the `K=V` words of its environment. */
-interface PsRow {
-  pid: number;
-  zombie: boolean;
-  words: Set<string>;
-}
+type PsRow = { pid: number; zombie: boolean; words: Set<string> };
 
 let psCache: { at: number; rows: Promise<PsRow[]> } | undefined;
 
@@ -59,11 +46,7 @@ function ps(): Promise<PsRow[]> {
   return rows;
 }
 
-/** A process's origin: the tag its API key ends with (`<key>-<origin>`: not its identity, which replay keeps). */
-const originOf = (row: PsRow) =>
-  [...row.words].find((w) => w.startsWith("OPENVIKING_API_KEY="))?.split("-").at(-1) ?? "";
-
-/** The origin of a request the fake recorded, from its key. */
+/** The origin of a request the fake recorded: the tag its API key ends with (`<key>-<origin>`). */
 export const originOfRequest = (headers: Record<string, string>): string =>
   headers.authorization?.split("-").at(-1) ?? "";
 
@@ -76,21 +59,15 @@ export class Processes {
 
   constructor(readonly home: string, readonly env: Record<string, string>) {}
 
-  /** A fresh origin name. */
-  newOrigin(): string {
-    return `o${++this.counter}`;
-  }
-
-  /** Starts `openviking-kimi <args>` with `stdin`, as its own origin (or the given one). */
+  /** Starts `openviking-kimi <args>` with `stdin`, as a fresh origin (its key's tag, which replay keeps not). */
   async start(
     args: string[],
     stdin: string | Uint8Array,
-    options: { extraEnv?: Record<string, string>; writer?: boolean; origin?: string } = {},
+    options: { extraEnv?: Record<string, string>; writer?: boolean } = {},
   ): Promise<Run> {
-    this.argv ??= await cliArgs();
-    const origin = options.origin ?? this.newOrigin();
+    const origin = `o${++this.counter}`;
     const child = new Deno.Command(Deno.execPath(), {
-      args: [...this.argv, ...args],
+      args: [...(this.argv ??= await cliArgs()), ...args],
       env: {
         ...denoEnv(),
         ...this.env,
@@ -105,21 +82,18 @@ export class Processes {
     const writer = child.stdin.getWriter();
     await writer.write(typeof stdin === "string" ? new TextEncoder().encode(stdin) : stdin).catch(() => {});
     await writer.close().catch(() => {});
+    const text = (b: Uint8Array) => new TextDecoder().decode(b);
+    const ended = child.output().then((o) => ({ ...o, stdout: text(o.stdout), stderr: text(o.stderr) }));
     const run: Run = {
       origin,
       label: args.join(" "),
       writer: options.writer ?? false,
       child,
+      ended,
       finished: false,
       killed: false,
-      ended: child.output().then((o) => ({
-        code: o.code,
-        signal: o.signal,
-        stdout: new TextDecoder().decode(o.stdout),
-        stderr: new TextDecoder().decode(o.stderr),
-      })),
     };
-    run.ended.then(() => run.finished = true);
+    ended.then(() => run.finished = true);
     this.runs.push(run);
     return run;
   }
@@ -147,18 +121,18 @@ export class Processes {
       .filter((row) =>
         !ours.has(row.pid) && (row.words.has("OPENVIKING_KIMI_HOOK_WORKER=1") || row.words.has("replay"))
       )
-      .map((row) => ({ pid: row.pid, origin: originOf(row) }));
+      .map((row) => ({
+        pid: row.pid,
+        origin: [...row.words].find((w) => w.startsWith("OPENVIKING_API_KEY="))?.split("-").at(-1) ?? "",
+      }));
   }
 
   /** kill -9 of a detached worker by pid (found by `workers()` a moment ago). */
-  killWorker(worker: { pid: number; origin: string }): boolean {
+  killWorker(worker: { pid: number; origin: string }): void {
     try {
       Deno.kill(worker.pid, "SIGKILL");
-    } catch {
-      return false;
-    }
-    this.kills.push({ origin: worker.origin, label: "detached worker", writer: true, pid: worker.pid });
-    return true;
+      this.kills.push({ origin: worker.origin, label: "detached worker", writer: true, pid: worker.pid });
+    } catch { /* it had ended */ }
   }
 
   /** Live (not zombie) processes whose environment names this sandbox's HOME. */

@@ -7,7 +7,7 @@ import fc from "fast-check";
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { type Config, DEFAULT_BASE_URL, KNOBS, loadConfig } from "../../openviking/config.ts";
-import { mutated, nastyString, params, wrongValue } from "./arbitraries.ts";
+import { fileText, nastyString, params, wrongValue } from "./arbitraries.ts";
 
 const KNOB_NAMES = Object.keys(KNOBS) as (keyof typeof KNOBS)[];
 
@@ -27,19 +27,13 @@ const OVCONF = JSON.stringify({
   kimicode: { apiKey: "k", peerId: "p" },
 });
 
-/** A config file's text: random bytes, random JSON, a mutated real one, or an object with random knobs. */
-function fileText(real: string): fc.Arbitrary<string | undefined> {
-  const knobs = fc.dictionary(fc.constantFrom(...KNOB_NAMES, "url", "api_key", "plugin"), wrongValue, {
-    maxKeys: 6,
-  });
-  return fc.oneof(
-    fc.constant(undefined),
-    fc.string({ unit: "binary", maxLength: 200 }),
-    fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
-    mutated(fc.constant(real)),
-    knobs.map((k) => JSON.stringify({ ...k, plugin: { kimicode: k } })),
+/** A config file's text: as found (fileText), or an object with random knobs. */
+const configFile = (real: string) =>
+  fileText(
+    real,
+    fc.dictionary(fc.constantFrom(...KNOB_NAMES, "url", "api_key", "plugin"), wrongValue, { maxKeys: 6 })
+      .map((k) => JSON.stringify({ ...k, plugin: { kimicode: k } })),
   );
-}
 
 /** The invariants of any resolved config. */
 function checkConfig(config: Config, warnings: string[]): void {
@@ -76,10 +70,10 @@ Deno.test("fuzz: loadConfig on random credential files, workspace files and envi
   };
   await fc.assert(
     fc.asyncProperty(
-      fileText(OVCLI),
-      fileText(OVCONF),
-      fileText('{"recallDigestLimit": 3}'),
-      fileText('{"autoRecall": false}'),
+      configFile(OVCLI),
+      configFile(OVCONF),
+      configFile('{"recallDigestLimit": 3}'),
+      configFile('{"autoRecall": false}'),
       fc.dictionary(fc.constantFrom(...KNOB_NAMES.map((k) => KNOBS[k].env)), nastyString, { maxKeys: 5 }),
       fc.record({
         OPENVIKING_URL: fc.oneof(nastyString, fc.constantFrom("http://127.0.0.1:9", "https://x.example/")),

@@ -1,7 +1,9 @@
 /**
  * Fuzzing hook stdin: random bytes, random JSON, payload-shaped objects with wrong field types, truncated,
  * BOM-prefixed and byte-flipped payloads, huge strings and deep nesting — many runs through `runHook()`
- * in-process and a bounded number through the real entry point as processes.
+ * in-process and a bounded number through the real entry point as processes. Either way: no internal error
+ * (each run logs one outcome), only the documented stdout, no credential the fuzzers drew sent to OpenViking
+ * or left in a file, and what is left under ~/.openviking private, parsing and matching its schema.
  */
 
 import fc from "fast-check";
@@ -19,31 +21,30 @@ import { privateFileProblems, walk } from "../chaos/audit.ts";
 const SESSION = "session_fuzz-journal";
 const EVENTS: (string | undefined)[] = [...HOOK_EVENTS, "bogus-event", undefined];
 
-/** Whether `stdout` is what `event` may print. */
-function documentedStdout(event: string | undefined, stdout: string): string | undefined {
+/** What is wrong with `stdout` for `event`; undefined when it is what the event may print. */
+function undocumented(event: string | undefined, stdout: string): string | undefined {
   if (stdout === "") return undefined;
   if (event === "user-prompt-submit") {
     return /^<openviking-context[\s>]/.test(stdout) && stdout.endsWith("\n")
       ? undefined
       : "not a context block";
   }
-  if (event === "pre-tool-use") {
-    try {
-      const out = JSON.parse(stdout) as { hookSpecificOutput?: Record<string, unknown> };
-      const h = out.hookSpecificOutput;
-      return h?.permissionDecision === "deny" && typeof h.permissionDecisionReason === "string" &&
-          Object.keys(out).length === 1
-        ? undefined
-        : "not a deny decision";
-    } catch {
-      return "not JSON";
-    }
+  if (event !== "pre-tool-use") return "this event prints nothing";
+  try {
+    const out = JSON.parse(stdout) as { hookSpecificOutput?: Record<string, unknown> };
+    const h = out.hookSpecificOutput;
+    const deny = h?.permissionDecision === "deny" && typeof h.permissionDecisionReason === "string";
+    return deny && Object.keys(out).length === 1 ? undefined : "not a deny decision";
+  } catch {
+    return "not JSON";
   }
-  return "this event prints nothing";
 }
 
-/** A sandbox: fake server, a session with a journal, a workspace with a broken config, the log. */
-async function sandbox(home: string, fakeUrl: string) {
+/**
+ * A sandbox on a fake server: a session with a journal (one open turn), a workspace with a broken config, the
+ * debug log; and what it finds at the end (`leaks`).
+ */
+async function sandbox(home: string, fake: FakeOpenViking) {
   const j = new JournalBuilder().simpleTurn("first question about tabs", "first answer").prompt("open turn")
     .stepBegin().text("half an answer");
   await placeJournal(home, SESSION, j.toString());
@@ -55,7 +56,7 @@ async function sandbox(home: string, fakeUrl: string) {
   );
   await Deno.writeTextFile(`${ws}/.openviking/config.local.json`, '{"captureMaxLength":-5,"redact":"maybe"}');
   const log = `${home}/.openviking/logs/fuzz.log`;
-  const env = sandboxEnv(home, fakeUrl, {
+  const env = sandboxEnv(home, fake.url, {
     OPENVIKING_DEBUG: "1",
     OPENVIKING_DEBUG_LOG: log,
     OPENVIKING_PROMPT_BUDGET_MS: "1500",
@@ -63,42 +64,36 @@ async function sandbox(home: string, fakeUrl: string) {
     OPENVIKING_REPLAY_BUDGET_MS: "500",
     OPENVIKING_CAPTURE_WAIT_MS: "0",
   });
+  /** Outcomes of the `done` log lines from byte `from` on, and the new end. */
+  const outcomes = async (from = 0) => {
+    const bytes = await Deno.readFile(log).catch(() => new Uint8Array());
+    const lines = new TextDecoder().decode(bytes.subarray(from)).split("\n").filter(Boolean);
+    const done = lines.map((l) => JSON.parse(l) as { stage?: string; outcome?: string }).filter((v) =>
+      v.stage === "done"
+    );
+    return { outcomes: done.map((v) => String(v.outcome)), end: bytes.length };
+  };
+  /** Files under ~/.openviking that are not private, do not parse, or hold a drawn credential; and requests that do. */
+  const leaks = async () => {
+    const problems: string[] = [];
+    for (const f of await walk(`${home}/.openviking`)) {
+      problems.push(...await privateFileProblems(`${home}/.openviking`, f));
+      const text = f.isDir ? "" : await Deno.readTextFile(f.path).catch(() => "");
+      problems.push(...leakedSecrets(text).map((s) => `${f.path}: holds the credential ${s}`));
+    }
+    const sent = fake.requests.flatMap((r) => leakedSecrets(JSON.stringify(r.body) ?? ""));
+    return [...problems, ...sent.map((s) => `a credential pasted into a prompt reached OpenViking: ${s}`)];
+  };
   return {
     env,
-    log,
+    outcomes,
+    leaks,
     sessionIds: [SESSION, "session_other"],
     cwds: [ws, home, "/nonexistent/dir", "relative/dir"],
   };
 }
 
-/** Outcomes of the `done` log lines from byte `from` on, and the new end. */
-async function outcomesSince(log: string, from: number): Promise<{ outcomes: string[]; end: number }> {
-  const bytes = await Deno.readFile(log).catch(() => new Uint8Array());
-  const lines = new TextDecoder().decode(bytes.subarray(from)).split("\n").filter(Boolean);
-  const outcomes = lines.flatMap((l) => {
-    const v = JSON.parse(l) as { stage?: string; outcome?: string };
-    return v.stage === "done" ? [String(v.outcome)] : [];
-  });
-  return { outcomes, end: bytes.length };
-}
-
 const encoder = new TextEncoder();
-
-/**
- * No credential the fuzzers drew (arbitraries.ts) reached OpenViking, and what hooks left under `home`'s
- * ~/.openviking is private, parses and matches its schema (tests/chaos/audit.ts) and holds none of them.
- */
-async function assertNothingLeaked(home: string, fake: FakeOpenViking, what: string) {
-  const problems: string[] = [];
-  for (const f of await walk(`${home}/.openviking`)) {
-    problems.push(...await privateFileProblems(`${home}/.openviking`, f));
-    const text = f.isDir ? "" : await Deno.readTextFile(f.path).catch(() => "");
-    for (const s of leakedSecrets(text)) problems.push(`${f.path}: holds the credential ${s}`);
-  }
-  assertEquals(problems, [], `${what}files under ~/.openviking`);
-  const sent = fake.requests.flatMap((r) => leakedSecrets(JSON.stringify(r.body) ?? ""));
-  assertEquals(sent, [], `${what}a credential pasted into a prompt reached OpenViking`);
-}
 
 /** Inputs too big or too deep for the generators, tried on every event. */
 function extremes(): Uint8Array[] {
@@ -119,25 +114,29 @@ function extremes(): Uint8Array[] {
   ];
 }
 
+const withFake = (fn: (dir: string, fake: FakeOpenViking) => Promise<void>) => async () => {
+  await using dir = await tempDir("ovk-fuzz-");
+  await using fake = await FakeOpenViking.start();
+  await fn(dir.path, fake);
+};
+
 Deno.test({
   name: "fuzz: hook stdin through runHook() in-process — no internal error, only the documented stdout",
   sanitizeOps: false,
   sanitizeResources: false,
-  fn: async () => {
-    await using dir = await tempDir("ovk-fuzz-");
-    const fake = await FakeOpenViking.start();
+  fn: withFake(async (home, fake) => {
     const original = { log: console.log, error: console.error, warn: console.warn, info: console.info };
     const printed: string[] = [];
     try {
-      const s = await sandbox(dir.path, fake.url);
+      const s = await sandbox(home, fake);
       s.env.OPENVIKING_WRITE_PATH_ASYNC = "0"; // in-process: no detached session-start workers
       let offset = 0;
       const seen = new Map<string, number>();
       const check = async (event: string | undefined, bytes: Uint8Array) => {
         const stdout = await runHook(event, bytes, s.env);
-        const bad = documentedStdout(event, stdout);
+        const bad = undocumented(event, stdout);
         assertEquals(bad, undefined, `${event}: ${bad}: ${JSON.stringify(stdout.slice(0, 200))}`);
-        const { outcomes, end } = await outcomesSince(s.log, offset);
+        const { outcomes, end } = await s.outcomes(offset);
         offset = end;
         assertEquals(outcomes.length, 1, `one run, one outcome (${event})`);
         assertTrue(!outcomes[0].startsWith("error"), `${event}: internal error: ${outcomes[0]}`);
@@ -157,14 +156,13 @@ Deno.test({
       console.log(
         `hook stdin fuzz: ${total} in-process runs; outcomes ${JSON.stringify(Object.fromEntries(seen))}`,
       );
-      await assertNothingLeaked(dir.path, fake, "");
+      assertEquals(await s.leaks(), []);
       const redacted = fake.requests.filter((r) => JSON.stringify(r.body)?.includes("[REDACTED]")).length;
       assertTrue(redacted > 0, "prompts with credentials were sent, redacted");
     } finally {
       Object.assign(console, original);
-      await fake.close();
     }
-  },
+  }),
 });
 
 Deno.test({
@@ -173,52 +171,42 @@ Deno.test({
   ignore: Deno.build.os === "windows",
   sanitizeOps: false,
   sanitizeResources: false,
-  fn: async () => {
-    await using dir = await tempDir("ovk-fuzz-");
-    const fake = await FakeOpenViking.start();
-    try {
-      const s = await sandbox(dir.path, fake.url);
-      const procs = new Processes(dir.path, s.env);
-      const seed = Number(Deno.env.get("FUZZ_SEED") ?? Date.now() % 1_000_000);
-      const sampled = fc.sample(stdinArb(s.sessionIds, s.cwds), { numRuns: runs(30), seed });
-      const cases: [string | undefined, Uint8Array][] = [
-        ...extremes().slice(1, 6).map((b, i): [string | undefined, Uint8Array] => [EVENTS[(i * 3) % 7], b]),
-        ...sampled.map((b, i): [string | undefined, Uint8Array] => [EVENTS[i % EVENTS.length], b]),
-      ];
-      for (let i = 0; i < cases.length; i += 2) {
-        const started = await Promise.all(
-          cases.slice(i, i + 2).map(([event, bytes]) =>
-            procs.start(["hook", ...(event === undefined ? [] : [event])], bytes)
-          ),
-        );
-        for (const [k, run] of started.entries()) {
-          const out = await run.ended;
-          const event = cases[i + k][0];
-          const what = `FUZZ_SEED=${seed} case ${i + k} (${event})`;
-          if (event !== undefined && isHookEvent(event)) assertEquals([out.code, out.stderr], [0, ""], what);
-          else {
-            assertEquals(out.code, 0, what);
-            assertMatch(out.stderr, /unknown event|missing <event>/, what);
-          }
-          assertEquals(
-            documentedStdout(event, out.stdout),
-            undefined,
-            `${what}: ${out.stdout.slice(0, 200)}`,
-          );
-        }
-      }
-      await procs.settle(60_000);
-      const { outcomes } = await outcomesSince(s.log, 0);
-      const hookRuns = cases.filter(([event]) => event !== undefined).length;
-      assertTrue(outcomes.length >= hookRuns, "every hook run (or its worker) logged its outcome");
-      const errors = outcomes.filter((o) => o.startsWith("error"));
-      assertEquals(errors, [], `FUZZ_SEED=${seed}: internal errors in hook runs or their workers`);
-      await assertNothingLeaked(dir.path, fake, `FUZZ_SEED=${seed}: `);
-      console.log(
-        `hook stdin fuzz: ${cases.length} processes (FUZZ_SEED=${seed}), ${outcomes.length} outcomes`,
+  fn: withFake(async (home, fake) => {
+    const s = await sandbox(home, fake);
+    const procs = new Processes(home, s.env);
+    const seed = Number(Deno.env.get("FUZZ_SEED") ?? Date.now() % 1_000_000);
+    const cases: [string | undefined, Uint8Array][] = [
+      ...extremes().slice(1, 6).map((b, i): [string | undefined, Uint8Array] => [EVENTS[(i * 3) % 7], b]),
+      ...fc.sample(stdinArb(s.sessionIds, s.cwds), { numRuns: runs(30), seed })
+        .map((b, i): [string | undefined, Uint8Array] => [EVENTS[i % EVENTS.length], b]),
+    ];
+    for (let i = 0; i < cases.length; i += 2) { // two at a time
+      const pair = cases.slice(i, i + 2);
+      const started = await Promise.all(
+        pair.map(([e, bytes]) => procs.start(["hook", ...(e ? [e] : [])], bytes)),
       );
-    } finally {
-      await fake.close();
+      for (const [k, run] of started.entries()) {
+        const out = await run.ended;
+        const event = pair[k][0];
+        const what = `FUZZ_SEED=${seed} case ${i + k} (${event})`;
+        if (event !== undefined && isHookEvent(event)) assertEquals([out.code, out.stderr], [0, ""], what);
+        else {
+          assertEquals(out.code, 0, what);
+          assertMatch(out.stderr, /unknown event|missing <event>/, what);
+        }
+        assertEquals(undocumented(event, out.stdout), undefined, `${what}: ${out.stdout.slice(0, 200)}`);
+      }
     }
-  },
+    await procs.settle(60_000);
+    const { outcomes } = await s.outcomes();
+    assertTrue(
+      outcomes.length >= cases.filter(([e]) => e !== undefined).length,
+      "every hook run logged its outcome",
+    );
+    assertEquals(outcomes.filter((o) => o.startsWith("error")), [], `FUZZ_SEED=${seed}: internal errors`);
+    assertEquals(await s.leaks(), [], `FUZZ_SEED=${seed}`);
+    console.log(
+      `hook stdin fuzz: ${cases.length} processes (FUZZ_SEED=${seed}), ${outcomes.length} outcomes`,
+    );
+  }),
 });

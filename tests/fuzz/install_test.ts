@@ -18,7 +18,7 @@ import { planOvcli } from "../../install/ovcli.ts";
 import { BLOCK_BEGIN, BLOCK_END, hookEntries, MCP_SERVER_NAME, PLUGIN_ID } from "../../install/spec.ts";
 import { findBlocks, parseToml, planConfigInstall, planConfigUninstall } from "../../install/toml-block.ts";
 import { deepEqual, isRecord as isObject } from "../../lib/parsed.ts";
-import { mutated, nastyString, params } from "./arbitraries.ts";
+import { fileText, mutated, nastyString, params } from "./arbitraries.ts";
 import { MCP_ENTRY, mcpDocument } from "../install/json_arbitrary.ts";
 import { changedRegion, deletionOf, insertionOf, parseLoose } from "../install/text_diff.ts";
 import { installSandbox, opts } from "../install/helpers.ts";
@@ -28,45 +28,29 @@ const NOW = new Date("2026-11-30T12:00:00.000Z");
 
 const tomlPieces = fc.oneof(
   nastyString,
-  fc.constantFrom(
-    `\n${BLOCK_BEGIN}\n`,
-    `\n${BLOCK_END}\n`,
-    '\n[[hooks]]\nevent = "Stop"\ncommand = "node kimicode-hook.mjs"\n',
-    '\n[[hooks]]\nevent = "Stop"\ncommand = "/x/openviking-kimi hook stop"\n',
-    "\nhooks = 1\n",
-    "\n[hooks]\n",
-    '"""',
-    "\r",
+  fc.constantFrom(`\n${BLOCK_BEGIN}\n`, `\n${BLOCK_END}\n`, "\nhooks = 1\n", "\n[hooks]\n", '"""', "\r"),
+  fc.constantFrom("node kimicode-hook.mjs", "/x/openviking-kimi hook stop").map((c) =>
+    `\n[[hooks]]\nevent = "Stop"\ncommand = "${c}"\n`
   ),
 );
 
 /** config.toml as users have it: generated, edited, or already holding our (older) block. */
-const configText: fc.Arbitrary<string | undefined> = fc.oneof(
-  fc.constant(undefined),
+const configText = fileText(
   tomlDocument(),
   mutated(tomlDocument(), tomlPieces),
   tomlDocument().map((d) => {
     const p = planConfigInstall(d, hookEntries("/old/openviking-kimi"));
     return p.ok ? p.after! : d;
   }).chain((d) => fc.oneof(fc.constant(d), mutated(fc.constant(d), tomlPieces))),
-  fc.string({ unit: "binary", maxLength: 200 }),
 );
 
-const REAL_MCP = '{\n\t"mcpServers": {\n\t\t"other": {"command": "x", "args": ["y"]}\n\t},\n\t"z": 1\n}\n';
-const mcpText: fc.Arbitrary<string | undefined> = fc.oneof(
-  fc.constant(undefined),
-  fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
-  fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 }).map((servers) =>
-    JSON.stringify({ mcpServers: servers }, null, 2)
-  ),
-  mutated(fc.constant(REAL_MCP)),
-  fc.constantFrom(
-    REAL_MCP,
-    JSON.stringify({ mcpServers: { openviking: { command: "node", args: ["/x/mcp-proxy.mjs"] } } }),
-    JSON.stringify({ mcpServers: { openviking: MCP_ENTRY } }),
-    "\ufeff{}",
-    "",
-  ),
+const mcpText = fileText(
+  '{\n\t"mcpServers": {\n\t\t"other": {"command": "x", "args": ["y"]}\n\t},\n\t"z": 1\n}\n',
+  fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 })
+    .map((servers) => JSON.stringify({ mcpServers: servers }, null, 2)),
+  fc.constantFrom({ command: "node", args: ["/x/mcp-proxy.mjs"] }, MCP_ENTRY)
+    .map((openviking) => JSON.stringify({ mcpServers: { openviking } })),
+  fc.constantFrom("\ufeff{}", ""),
 );
 
 const plugins = [{ id: "other", root: "/p/other", enabled: true }, {
@@ -74,16 +58,12 @@ const plugins = [{ id: "other", root: "/p/other", enabled: true }, {
   root: "/p/ov",
   enabled: false,
 }];
-const REAL_REGISTRY = JSON.stringify({ version: 1, plugins }, null, 2);
-const registryText: fc.Arbitrary<string | undefined> = fc.oneof(
-  fc.constant(undefined),
-  fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
-  mutated(fc.constant(REAL_REGISTRY)),
+const registryText = fileText(
+  JSON.stringify({ version: 1, plugins }, null, 2),
   fc.array(
     fc.record({ id: fc.oneof(fc.constant(PLUGIN_ID), nastyString), root: nastyString }, { requiredKeys: [] }),
   )
     .map((plugins) => JSON.stringify({ version: 1, plugins })),
-  fc.constant(REAL_REGISTRY),
 );
 
 const parsesAsJsonObject = (text: string) => {
@@ -94,29 +74,58 @@ const parsesAsJsonObject = (text: string) => {
   }
 };
 
-Deno.test("fuzz: config.toml planners — a result that parses (install → uninstall gives the bytes back) or a refusal", () => {
+/** A refusal says why; else what a planner writes parses (`parses`), when it writes. */
+function parsesOrRefuses(
+  plan: { ok: true; after?: string; changed?: boolean } | { ok: false; error: string },
+  parses: (text: string) => boolean,
+  what: string,
+): void {
+  if (!plan.ok) assertTrue(plan.error.length > 0, `a refusal of ${what} says why`);
+  else if (plan.changed !== false && plan.after !== undefined) {
+    assertTrue(parses(plan.after), `${what} parses`);
+  }
+}
+
+Deno.test("fuzz: config.toml, installed.json and ovcli.conf planners — a result that parses, or a refusal", () => {
+  const creds = fc.record(
+    { url: nastyString, apiKey: nastyString, account: nastyString, user: nastyString },
+    {
+      requiredKeys: [],
+    },
+  );
+  const ovcli = fileText('{"url":"http://h:1","api_key":"k"}');
   fc.assert(
-    fc.property(configText, (text) => {
+    fc.property(configText, registryText, ovcli, creds, (text, registry, conf, creds) => {
+      const tomlParses = (t: string) => parseToml(t).ok;
       const install = planConfigInstall(text, ENTRIES);
-      if (!install.ok) assertTrue(install.error.length > 0, "a refusal says why");
-      else {
-        const parsed = parseToml(install.after!);
-        assertTrue(parsed.ok, "what install writes parses");
-        const hooks = parsed.ok && Array.isArray(parsed.value.hooks) ? parsed.value.hooks : [];
-        for (const e of ENTRIES) assertTrue(hooks.some((h) => deepEqual(h, e)), `hook ${e.event} registered`);
-        const blocks = text === undefined ? { blocks: [] } : findBlocks(text);
-        if (text !== undefined && "blocks" in blocks && blocks.blocks.length === 0) {
-          const back = planConfigUninstall(install.after);
-          assertTrue(back.ok && back.after === text, "uninstall gives back the user's bytes");
-        }
+      parsesOrRefuses(install, tomlParses, "config.toml");
+      parsesOrRefuses(planConfigUninstall(text), tomlParses, "config.toml after uninstall");
+      const parsed = install.ok ? parseToml(install.after!) : undefined;
+      const hooks = parsed?.ok && Array.isArray(parsed.value.hooks) ? parsed.value.hooks : [];
+      if (install.ok) {
+        for (const e of ENTRIES) assertTrue(hooks.some((h) => deepEqual(h, e)), `hook ${e.event}`);
       }
-      const uninstall = planConfigUninstall(text);
-      if (!uninstall.ok) assertTrue(uninstall.error.length > 0);
-      else if (uninstall.after !== undefined) {
-        assertTrue(parseToml(uninstall.after).ok, "uninstall result parses");
+      const blocks = text === undefined ? undefined : findBlocks(text);
+      if (install.ok && blocks && "blocks" in blocks && blocks.blocks.length === 0) {
+        const back = planConfigUninstall(install.after);
+        assertTrue(back.ok && back.after === text, "uninstall gives back the user's bytes");
+      }
+
+      const registryParses = (t: string) => parseRegistry(t).ok;
+      const ri = planRegistryInstall(registry, { root: "/k/r", originalSource: "/src" }, NOW);
+      parsesOrRefuses(ri, registryParses, "installed.json");
+      parsesOrRefuses(planRegistryUninstall(registry), registryParses, "installed.json after uninstall");
+      const reg = ri.ok ? parseRegistry(ri.after) : undefined;
+      if (reg) assertTrue(reg.ok && reg.value.plugins.some((p) => p.id === PLUGIN_ID && p.root === "/k/r"));
+
+      const ov = planOvcli(conf, creds, "/h/.openviking/ovcli.conf");
+      parsesOrRefuses(ov, parsesAsJsonObject, "ovcli.conf");
+      if (ov.ok && ov.changed && (creds.apiKey ?? "").length >= 12) {
+        const said = ov.summary.filter((l) => l.startsWith("api_key")).join(" ");
+        assertTrue(!said.includes(creds.apiKey!), "the key is not shown");
       }
     }),
-    params(800),
+    params(1500),
   );
 });
 
@@ -220,48 +229,6 @@ Deno.test("fuzz: mcp.json edits refuse exactly what JSON.parse refuses, and neve
         assertTrue(parsesAsJsonObject(uninstall.after));
       }
     }),
-    params(1500),
-  );
-});
-
-Deno.test("fuzz: installed.json and ovcli.conf planners — a result that parses, or a refusal", () => {
-  fc.assert(
-    fc.property(
-      registryText,
-      fc.oneof(fc.constant(undefined), mutated(fc.constant('{"url":"http://h:1","api_key":"k"}'))),
-      fc.record({ url: nastyString, apiKey: nastyString, account: nastyString, user: nastyString }, {
-        requiredKeys: [],
-      }),
-      (registry, ovcli, creds) => {
-        const root = "/k/plugins/managed/openviking-memory";
-        for (
-          const plan of [
-            planRegistryInstall(registry, { root, originalSource: "/src" }, NOW),
-            planRegistryUninstall(registry),
-          ]
-        ) {
-          if (!plan.ok) assertTrue(plan.error.length > 0);
-          else if (plan.changed && plan.after !== undefined) {
-            assertTrue(parseRegistry(plan.after).ok, "a registry Kimi can read");
-          }
-        }
-        const ri = planRegistryInstall(registry, { root: "/k/r", originalSource: "/src" }, NOW);
-        if (ri.ok) {
-          const reg = parseRegistry(ri.after);
-          assertTrue(reg.ok && reg.value.plugins.some((p) => p.id === PLUGIN_ID && p.root === "/k/r"));
-        }
-
-        const ov = planOvcli(ovcli, creds, "/h/.openviking/ovcli.conf");
-        if (!ov.ok) assertTrue(ov.error.length > 0);
-        else if (ov.changed && ov.after !== undefined) {
-          assertTrue(parsesAsJsonObject(ov.after), "ovcli.conf stays a JSON object");
-          if ((creds.apiKey ?? "").length >= 12) {
-            const said = ov.summary.filter((l) => l.startsWith("api_key")).join(" ");
-            assertTrue(!said.includes(creds.apiKey!), "the key is not shown");
-          }
-        }
-      },
-    ),
     params(1500),
   );
 });

@@ -34,23 +34,18 @@ const realLines = fc.tuple(fc.boolean(), fc.array(fc.tuple(said, said), { maxLen
 const wrongRecord = fc.record({
   type: fc.constantFrom(...TYPES),
   agentId: fc.oneof(fc.constant("main"), wrongValue),
-  turnId: wrongValue,
+  ...Object.fromEntries("turnId reason protocol_version".split(" ").map((k) => [k, wrongValue])),
   input: fc.oneof(wrongValue, fc.array(fc.record({ type: wrongValue, text: wrongValue }), { maxLength: 2 })),
   origin: fc.oneof(wrongValue, fc.record({ kind: wrongValue })),
-  reason: wrongValue,
-  protocol_version: wrongValue,
   event: fc.oneof(
     wrongValue,
     fc.record({
+      ...Object.fromEntries("turnId step stepUuid finishReason".split(" ").map((k) => [k, wrongValue])),
       type: fc.oneof(fc.constantFrom("content.part", "step.end", "step.begin"), wrongValue),
-      turnId: wrongValue,
-      step: wrongValue,
-      stepUuid: wrongValue,
       part: fc.oneof(
         wrongValue,
         fc.record({ type: fc.oneof(fc.constant("text"), wrongValue), text: wrongValue }),
       ),
-      finishReason: wrongValue,
     }, { requiredKeys: [] }),
   ),
 }, { requiredKeys: ["type"] }).map((r) => JSON.stringify(r));
