@@ -220,7 +220,8 @@ async function programChecks(r: Registered, env: paths.Env, os: OsFamily): Promi
     const copy = await readTextIfExists(paths.joinPath(info.dir, COPY_FILES.info)).catch(() => undefined);
     const { source } = asRecord(parseJsonOrUndefined(copy));
     const from = typeof source === "string" ? source : "a checkout";
-    const c = denoNotFound({ deno: info.deno, source: from, mode: r.mode });
+    const gone = !await Deno.stat(paths.joinPath(from, "deno.json")).then((s) => s.isFile, () => false);
+    const c = denoNotFound({ deno: info.deno, source: from, mode: r.mode, gone });
     return [{ ...c, summary: `${r.label}: ${c.summary}` }];
   }
   if (deno !== info.deno) {

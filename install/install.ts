@@ -16,7 +16,7 @@ import {
   planRegistryInstall,
   planRegistryUninstall,
 } from "./json-files.ts";
-import { purgeCommitStep } from "./purge-commits.ts";
+import { keyChangeNote, purgeCommitStep } from "./purge-commits.ts";
 import {
   classifyManifest,
   commandAt,
@@ -405,6 +405,11 @@ async function planCredentials(
     const queued = await queueSummary(pendingDir(ctx.env)).catch(() => undefined);
     const away = elsewhereOf(queued?.sessions.filter((q) => q.to && q.to.url !== there.url) ?? [], there);
     if (away) plan.notes.push(`Note: ${away.summary}: ${away.fix}.`);
+  }
+  if (creds.apiKey && saved.apiKey && creds.apiKey !== saved.apiKey && url === saved.url) {
+    const { config } = await loadConfig(ctx.env, ctx.cwd);
+    const note = await keyChangeNote(ctx.env, { ...config, baseUrl: url }, saved.apiKey);
+    if (note) plan.notes.push(note);
   }
   const change: FileChange = { path, before, after: ov.after, backup: "bak", secret: true };
   const kept = before === undefined ? "" : ` (the previous file kept as ${path}.bak)`;

@@ -601,33 +601,39 @@ const USUAL: readonly { base?: "DENO_INSTALL" | "HOME" | "NVM_DIR"; path: string
 const USUAL_WORDS =
   "~/.deno/bin, ~/.local/bin, $DENO_INSTALL/bin, /opt/homebrew/bin, /usr/local/bin, /usr/bin, nvm's Node versions";
 
-const install = (mode?: "config" | "plugin") =>
-  mode === undefined
-    ? "`deno task -q install` (with `--mode plugin` for plugin mode)"
-    : `\`deno task -q install${mode === "plugin" ? " --mode plugin" : ""}\``;
+/** Where the copy came from and what reinstalls it: in that checkout, or (`gone`) in a clone, since it is gone. */
+type Source = Pick<LauncherSpec, "source"> & { mode?: "config" | "plugin"; gone?: boolean };
+
+/** The install command that works for `s`, in words (after "run"): in its checkout, or in a clone when that is gone. */
+function reinstall(s: Source): string {
+  const command = `deno task -q install${s.mode === "plugin" ? " --mode plugin" : ""}`;
+  const modes = s.mode === undefined ? " (with `--mode plugin` for plugin mode)" : "";
+  const binary = "install a release binary, which needs no Deno";
+  return s.gone
+    ? `the checkout this copy was built from, ${s.source}, is gone: run \`${command}\` in a clone of ` +
+      `openviking-kimi${modes}, or ${binary}`
+    : `\`cd ${
+      shellQuote(s.source)
+    } && ${command}\` (the checkout this copy was built from)${modes}; or ${binary}`;
+}
 
 /** The failing check of a copy whose Deno is gone: what is missing and how to get it back. */
-export function denoNotFound(
-  spec: Pick<LauncherSpec, "deno" | "source"> & { mode?: "config" | "plugin" },
-): Failing {
+export function denoNotFound(spec: Pick<LauncherSpec, "deno"> & Source): Failing {
   return {
     id: "deno",
     status: "fail",
     summary: `Deno not found at ${spec.deno} (the one install used), on PATH or in the usual places ` +
       `(${USUAL_WORDS}): the hooks do nothing and the MCP server cannot start`,
-    fix:
-      `reinstall with: install Deno 2 (\`npm install -g deno\`, or see https://deno.com), then run ${
-        install(spec.mode)
-      } ` +
-      `in an openviking-kimi checkout (this copy was built from ${spec.source}); or install a release binary, which needs no Deno`,
+    fix: `reinstall with: install Deno 2 (\`npm install -g deno\`, or see https://deno.com), then ${
+      spec.gone ? "" : "run "
+    }${reinstall(spec)}`,
   };
 }
 
 /** What a launcher whose copy lost its code (the version directory moved or deleted, a bundle missing) says. */
-const copyIncomplete = (spec: Pick<LauncherSpec, "dir" | "source">) =>
+const copyIncomplete = (spec: Pick<LauncherSpec, "dir"> & Source) =>
   `the program copy ${spec.dir} is gone or incomplete (${COPY_FILES.main} or ${COPY_FILES.hook} is missing); ` +
-  `run install again: ${install()} in an openviking-kimi checkout (this copy was built from ${spec.source}); ` +
-  "or install a release binary, which needs no Deno";
+  `run install again: ${reinstall(spec)}`;
 
 /** A check in one line: "Deno not found at …; reinstall with …". */
 const oneLine = (c: Failing) => `${c.summary.replace(/: the hooks do nothing.*$/, "")}; ${c.fix}`;
@@ -661,9 +667,13 @@ if [ -n "$deno" ] && [ -f "$dir/$entry" ]; then
   trap '' XFSZ
   DENO_DIR="$dir/${COPY_FILES.denoDir}" exec "$deno" run ${run} "$dir/$entry" "$@"
 fi
-# No Deno, or the copy's code is gone: a hook stays silent (Kimi must never break); the rest say why.
-if [ -z "$deno" ]; then why=${shellQuote(oneLine(denoNotFound(spec)))}
-else why=${shellQuote(copyIncomplete(spec))}; fi
+# No Deno, or the copy's code is gone: a hook stays silent (Kimi must never break); the rest say why, and
+# the install that works (in the checkout the copy was built from, or in a clone when it is gone).
+if [ -f ${shellQuote(joinPath(spec.source, "deno.json"))} ]; then
+  if [ -z "$deno" ]; then why=${shellQuote(oneLine(denoNotFound(spec)))}
+  else why=${shellQuote(copyIncomplete(spec))}; fi
+elif [ -z "$deno" ]; then why=${shellQuote(oneLine(denoNotFound({ ...spec, gone: true })))}
+else why=${shellQuote(copyIncomplete({ ...spec, gone: true }))}; fi
 if [ "$1" = hook ]; then [ -t 0 ] || cat >/dev/null 2>&1; exit 0; fi
 printf 'openviking-kimi: %s\\n' "$why" >&2
 exit 1

@@ -24,15 +24,51 @@ import { waitingSessions } from "../memory/idle-commit.ts";
 import { Budget, clientOptions, createClient } from "../openviking/client.ts";
 import { loadConfig } from "../openviking/config.ts";
 import {
+  countWords,
   type Destination,
   destinationOf,
   elsewhereWords,
+  goesTo,
   QUEUE_SUBDIR,
+  queueSummary,
   REJECTED_SUBDIR,
   SessionQueue,
 } from "../openviking/queue.ts";
 import { commandName } from "../lib/self.ts";
 import { wrap } from "../lib/columns.ts";
+
+/**
+ * Install's line when another key replaces `oldKey` for the same server (`to`): what waits under the old key —
+ * captures only a run with it commits (the idle commits take their own key's), and queued writes, which carry
+ * no key and so go with the new one at the next replay — and the replay that sends them as before.
+ */
+export async function keyChangeNote(
+  env: Context["env"],
+  to: { baseUrl: string; account: string; user: string },
+  oldKey: string,
+): Promise<string | undefined> {
+  const old = await sessionDestination({ ...to, apiKey: oldKey });
+  const waiting = (await waitingSessions(hookStateDir(env), { ms: 0, destination: old })).map((w) =>
+    uncommitted(w.state).filter((u) => u.destination === old).reduce((n, u) => n + u.captured, 0)
+  );
+  const here = destinationOf(to);
+  const queued = (await queueSummary(pendingDir(env)).catch(() => undefined))?.sessions
+    .filter((s) => s.to && goesTo(s.to, here)) ?? [];
+  if (!waiting.length && !queued.length) return undefined;
+  const sum = (k: "messages" | "commits") => queued.reduce((n, s) => n + s[k], 0);
+  const parts = [
+    waiting.length &&
+    `${
+        waiting.reduce((a, b) => a + b, 0)
+      } message(s) of ${waiting.length} session(s) wait for a commit that ` +
+      "only that key makes",
+    queued.length &&
+    `${countWords({ messages: sum("messages"), commits: sum("commits"), sessions: queued.length })} queued ` +
+      "go with the new key at the next replay: to send them as before first, run " +
+      `\`OPENVIKING_API_KEY=<the previous key> ${commandName(env)} replay\``,
+  ].filter(Boolean);
+  return `Note: under the previous key for ${here.url}, ${parts.join(", and ")}.`;
+}
 
 /** The time all of a purge's commits get together. */
 const COMMIT_BUDGET_MS = 10_000;

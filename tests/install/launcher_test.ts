@@ -149,6 +149,10 @@ Deno.test({
   async fn() {
     await using dir = await tempDir();
     const s = await sandbox(dir.path);
+    const checkout = s.spec.source;
+    await Deno.mkdir(checkout);
+    await Deno.writeTextFile(`${checkout}/deno.json`, "{}");
+    let from = `\`cd ${checkout} && deno task -q install\` (the checkout this copy was built from)`;
     const says = async (why: string, extra: Record<string, string> = {}) => {
       for (const event of ["session-start", "user-prompt-submit", "stop"]) {
         const r = await s.run({ OPENVIKING_DEBUG: "1", ...extra }, ["hook", event]);
@@ -158,7 +162,7 @@ Deno.test({
         const r = await s.run(extra, args);
         assertEquals([r.code, r.stdout, r.ran], [1, "", undefined], args.join(" "));
         assertStringIncludes(r.stderr, `openviking-kimi: ${why}`);
-        assertStringIncludes(r.stderr, "in an openviking-kimi checkout (this copy was built from");
+        assertStringIncludes(r.stderr, from);
       }
     };
     // A Deno at a fixed place (/usr/bin/deno, …) cannot be hidden: then only the copy's code goes.
@@ -173,6 +177,11 @@ Deno.test({
     r = await s.run(path, ["version"]);
     assertEquals(r.ran?.[0], onPath, "the full bundle still runs the rest");
     await Deno.remove(`${s.copy}/${COPY_FILES.main}`);
+    await says(`the program copy ${s.copy} is gone or incomplete`, path);
+    // The checkout it was built from gone too: said, and a command that works instead.
+    await Deno.remove(checkout, { recursive: true });
+    from = `the checkout this copy was built from, ${checkout}, is gone: run \`deno task -q install\` in a ` +
+      "clone of openviking-kimi (with `--mode plugin` for plugin mode), or install a release binary, which needs no Deno";
     await says(`the program copy ${s.copy} is gone or incomplete`, path);
   },
 });

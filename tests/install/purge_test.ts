@@ -111,6 +111,32 @@ Deno.test("install --url of another server names the writes queued for the first
   assertNotMatch(await t.run(runInstall, { credentials: { url: a } }, ctx), /for another server/);
 });
 
+Deno.test("install with another key for the same URL says, in one line, what waits uncommitted or queued under the key it replaces, and what happens to it", async () => {
+  await using dir = await tempDir();
+  const t = await installSandbox(dir.path);
+  const ctx = t.ctx(await fakeCompiled(dir.path), { fetch: acceptingFetch });
+  const url = "http://127.0.0.1:9";
+  const install = (apiKey: string, dryRun = false) =>
+    t.run(runInstall, { dryRun, credentials: { url, apiKey, apiKeyFrom: "stdin" } }, ctx);
+  await install("key-of-ana");
+  assertNotMatch(await install("key-of-ana"), /previous key/, "the same key: nothing to say");
+  const state = `${t.ov}/hook-state/kimicode`;
+  await Deno.mkdir(state, { recursive: true });
+  const destination = await sessionDestination({ baseUrl: url, account: "", user: "", apiKey: "key-of-ana" });
+  const s = { version: 1, capturedSinceCommit: 2, ovSession: "kc-s1", destination, lastAckedKey: "k2" };
+  await Deno.writeTextFile(`${state}/kc-s1.json`, JSON.stringify(s));
+  const msg = { role: "user" as const, content: "hello" };
+  await (await SessionQueue.open(`${t.ov}/pending`, "kc-s2", { url, account: "", user: "" })).messages([msg]);
+  for (const dryRun of [true, false]) {
+    const said = (await install("key-of-bo", dryRun)).split("\n").filter((l) => /previous key/.test(l));
+    assertEquals(said.length, 1, said.join("\n"));
+    assertMatch(
+      said[0],
+      /^Note: under the previous key for http:\/\/127\.0\.0\.1:9, 2 message\(s\) of 1 session\(s\) wait for a commit that only that key makes, and 1 message\(s\), 0 commit\(s\) of 1 session\(s\) queued go with the new key at the next replay: to send them as before first, run `OPENVIKING_API_KEY=<the previous key> .+ replay`\.$/,
+    );
+  }
+});
+
 /**
  * A process standing for our idle-commit worker (or, without `watchDir`, any process of the copy): holds the
  * copy's in-use.lock shared; with `watchDir`, ends once that directory is gone, as the watch does.
