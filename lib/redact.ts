@@ -687,21 +687,31 @@ function basePower(base: number, n: number): number {
   return r;
 }
 
+/** Each prints set's first hashes by length, parsed once however many texts it redacts (a proxy's: every call). */
+const parsedPrints = new WeakMap<ReadonlySet<string>, ReadonlyMap<number, ReadonlySet<number>>>();
+
+/** `prints`' first hashes by length (a number looked up per step of a rolling hash), of lengths redaction learns. */
+function firstHashes(prints: ReadonlySet<string>): ReadonlyMap<number, ReadonlySet<number>> {
+  const known = parsedPrints.get(prints);
+  if (known) return known;
+  const firsts = new Map<number, Set<number>>();
+  for (const p of prints) {
+    const [length, h1] = p.split(":");
+    const n = Number(length);
+    if (n >= MIN_LEARNED) firsts.set(n, (firsts.get(n) ?? new Set()).add(Number.parseInt(h1, 36) | 0));
+  }
+  parsedPrints.set(prints, firsts);
+  return firsts;
+}
+
 /**
  * Every bare recurrence of a secret whose {@link secretPrint} is in `prints` replaced with `[REDACTED]`: one rolling
  * hash over `text` per length the prints have that fits in it (linear in the text for a bounded set).
  */
 function redactPrinted(text: string, prints: ReadonlySet<string>): string {
-  const firsts = new Map<number, Set<number>>(); // per length, the first hashes (a number looked up per step)
-  for (const p of prints) {
-    const [length, h1] = p.split(":");
-    const n = Number(length);
-    if (n >= MIN_LEARNED && n <= text.length) {
-      firsts.set(n, (firsts.get(n) ?? new Set()).add(Number.parseInt(h1, 36) | 0));
-    }
-  }
   const spans: [number, number][] = [];
-  for (const [length, hashes] of firsts) {
+  for (const [length, hashes] of firstHashes(prints)) {
+    if (length > text.length) continue;
     const [out1, out2] = [basePower(B1, length), basePower(B2, length)];
     let [h1, h2] = [0, 0];
     for (let end = 1; end <= text.length; end++) {
