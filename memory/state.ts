@@ -148,8 +148,8 @@ function orUndefined<T>(read: () => T): T | undefined {
 const stampOf = (info: Deno.FileInfo) => `${info.ino}:${info.size}:${info.mtime?.getTime()}`;
 
 /**
- * The secret prints of the {@link PRINT_STATES} newest capture states in `dir` (every session of this machine):
- * a damaged or missing file holds none. Read again only when the directory changed (every state write renames
+ * The secret prints of the {@link PRINT_STATES} newest capture states in `dir` (every session of this machine; a
+ * session as new as the newer of its two states): a damaged or missing file holds none. Read again only when the directory changed (every state write renames
  * into it), and then only the files that changed.
  */
 export async function machinePrints(dir: string): Promise<ReadonlySet<string>> {
@@ -159,10 +159,18 @@ export async function machinePrints(dir: string): Promise<ReadonlySet<string>> {
   if (printed.stamp === stamp && printed.settled) return printed.union;
   const listedAt = Date.now();
   const names = await Array.fromAsync(Deno.readDir(dir), (e) => e.name).catch(() => [] as string[]);
+  const listed = new Set(names);
+  const mtime = (file: string) => orUndefined(() => Deno.lstatSync(file))?.mtime?.getTime() ?? 0;
   const states = names.filter((n) => n.endsWith(".json") && !n.endsWith(".prompt.json")).map((name) => {
     const file = joinPath(dir, name);
     const at = orUndefined(() => Deno.lstatSync(file)); // sync: a few µs each, where a promise apiece costs more
-    return at?.isFile ? { file, stamp: stampOf(at), mtime: at.mtime?.getTime() ?? 0 } : undefined;
+    // A resumed session is as new as its prompt state: its capture state is written at its first capture only.
+    const prompt = listed.has(`${name.slice(0, -5)}.prompt.json`)
+      ? mtime(`${file.slice(0, -5)}.prompt.json`)
+      : 0;
+    return at?.isFile
+      ? { file, stamp: stampOf(at), mtime: Math.max(at.mtime?.getTime() ?? 0, prompt) }
+      : undefined;
   });
   const newest = states.filter((s) => s !== undefined).sort((a, b) => b.mtime - a.mtime);
   const files = new Map<string, { stamp: string; prints: readonly string[] }>();

@@ -94,11 +94,11 @@ Deno.test("machinePrints: the prints of the newest capture states; a damaged one
     await Deno.utime(`${dir.path}/${name}`, at, at);
   };
   for (let i = 0; i <= PRINT_STATES; i++) await write(`s${i}.json`, [`p${i}`], i + 1); // s32 is the oldest
-  await write("s0.prompt.json", ["prompt-side"], 0);
+  await write("s32.prompt.json", ["prompt-side"], 0); // s32's session resumed: its prompt ran just now
   await Deno.writeTextFile(`${dir.path}/damaged.json`, "{ torn");
   await Deno.writeTextFile(`${dir.path}/s1.json.damaged-1`, JSON.stringify({ secretPrints: ["aside"] }));
-  // The damaged file, the newest, counts as one of the states read (so s31 and s32 are too old).
-  const expected = Array.from({ length: PRINT_STATES - 1 }, (_, i) => `p${i}`);
+  // s32 is as new as its prompt; the damaged file, as new, counts as one of the states read: s30 and s31 are too old.
+  const expected = ["p32", ...Array.from({ length: PRINT_STATES - 2 }, (_, i) => `p${i}`)];
   assertEquals([...await machinePrints(dir.path)].sort(), expected.sort());
   await write("s5.json", ["p5", "p5b"], 0);
   assertTrue((await machinePrints(dir.path)).has("p5b"), "a state written since is read again");
