@@ -5,11 +5,12 @@
  * `cli` task's flags), driven over its stdio pipes. Warm: both paths are warmed up first, then calls alternate
  * direct/proxy so drift hits both equally.
  *
- * Run: `deno run --allow-read --allow-write --allow-net --allow-env --allow-run bench/mcp_bench.ts [calls]`.
+ * Run: `deno run --allow-read --allow-write --allow-net --allow-env --allow-run bench/mcp_bench.ts [calls] [states]`.
  */
 
 import { FakeMcp } from "../tests/support/fake-mcp.ts";
 import { cliArgs, denoEnv } from "../tests/support/run.ts";
+import { secretPrint } from "../lib/redact.ts";
 
 /** Latency figures in milliseconds. */
 export interface McpBenchResult {
@@ -46,6 +47,23 @@ export interface McpBenchOptions {
   warmup?: number;
   /** SSE replies (OpenViking's default) or JSON bodies. */
   sse?: boolean;
+  /** Capture states in the hook-state directory, each with 64 secret prints (what a tool call is redacted with). */
+  states?: number;
+}
+
+/** `count` capture states under `home`'s hook-state directory, each holding 64 prints of made-up secrets. */
+async function placeStates(home: string, count: number): Promise<void> {
+  const dir = `${home}/.openviking/hook-state/kimicode`;
+  await Deno.mkdir(dir, { recursive: true });
+  for (let i = 0; i < count; i++) {
+    const secrets = Array.from({ length: 64 }, (_, j) => `S${i}x${j}`.padEnd(6 + (i * 64 + j) % 60, "q7"));
+    await Deno.writeTextFile(
+      `${dir}/bench-${i}.json`,
+      JSON.stringify({ secretPrints: secrets.map(secretPrint) }),
+    );
+  }
+  const before = new Date(Date.now() - 60_000); // written a minute ago: the steady state, no write since
+  await Deno.utime(dir, before, before);
 }
 
 /** Nearest-rank percentile of sorted values. */
@@ -71,6 +89,7 @@ export async function benchMcpProxy(options: McpBenchOptions = {}): Promise<McpB
   });
   const url = `http://127.0.0.1:${server.addr.port}`;
   const home = await Deno.makeTempDir({ prefix: "ovk-mcp-bench-" });
+  await placeStates(home, options.states ?? 0);
   const args = [...await cliArgs(), "mcp"];
   const started = performance.now();
   const child = new Deno.Command(Deno.execPath(), {
@@ -196,10 +215,11 @@ export async function benchMcpProxy(options: McpBenchOptions = {}): Promise<McpB
 
 if (import.meta.main) {
   const calls = Number(Deno.args[0] ?? 300);
+  const states = Number(Deno.args[1] ?? 0);
   for (const sse of [true, false]) {
-    const r = await benchMcpProxy({ calls, sse });
+    const r = await benchMcpProxy({ calls, sse, states });
     console.log(
-      `mcp proxy, ${sse ? "SSE" : "JSON"} replies, ${r.calls} warm tools/call: ` +
+      `mcp proxy, ${sse ? "SSE" : "JSON"} replies, ${states} capture states, ${r.calls} warm tools/call: ` +
         `proxy p50 ${r.p50Ms} ms / p95 ${r.p95Ms} ms; direct p50 ${r.directP50Ms} ms / p95 ${r.directP95Ms} ms; ` +
         `added p50 ${r.overheadP50Ms} ms / p95 ${r.overheadP95Ms} ms; start-up to initialize ${r.startupMs} ms; ` +
         `proxy CPU: ${r.startupCpuMs} ms to initialize, ${r.proxyCpuUsPerCall} µs per call`,

@@ -5,7 +5,8 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { loadConfig } from "../openviking/config.ts";
 import { isOpen, readBreaker } from "../openviking/breaker.ts";
 import { createLogger } from "../lib/log.ts";
-import { type Env, orNoHome, processEnv, sharedStateDir } from "../lib/paths.ts";
+import { type Env, hookStateDir, orNoHome, processEnv, sharedStateDir } from "../lib/paths.ts";
+import { machinePrints } from "../memory/state.ts";
 import { resolvePeer } from "../openviking/peer.ts";
 import { withoutUserinfo } from "../lib/redact.ts";
 import { Proxy, type ProxyOptions } from "../mcp/proxy.ts";
@@ -88,6 +89,7 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
     log,
     limits: io.limits,
     toolCache: toolCachePath(io.env),
+    prints: () => machinePrints(orNoHome(() => hookStateDir(io.env)) ?? ""),
     paused: async () => {
       const b = await readBreaker(orNoHome(() => sharedStateDir(io.env)) ?? "", proxy.settings.config.mcpUrl);
       return b !== undefined && isOpen(b);

@@ -4,7 +4,7 @@
  */
 
 /** Escape sequences, removed whole: CSI, OSC/DCS/SOS/PM/APC (to their end, else the next control), 8-bit forms. */
-const ESCAPE_SEQUENCE =
+export const ESCAPE_SEQUENCE =
   // deno-lint-ignore no-control-regex
   /\x1b(?:\[[0-?]*[ -/]*[@-~]|[\]PX^_][^\x00-\x1f\x7f-\x9f]*(?:\x07|\x1b\\|\x9c)?|[ -/]*[0-~])|\x9b[0-?]*[ -/]*[@-~]|[\x90\x98\x9d\x9e\x9f][^\x00-\x1f\x7f-\x9f]*(?:\x07|\x1b\\|\x9c)?/g;
 

@@ -3,6 +3,8 @@
  * and the scrub of everything we show or write (given secrets, every credential shape, secret-named fields).
  */
 
+import { ESCAPE_SEQUENCE } from "./neutralize.ts";
+
 /** Placeholder that replaces a secret. */
 export const REDACTED = "[REDACTED]";
 
@@ -538,6 +540,113 @@ const XML_SECRETS: readonly RegExp[] = [
 /** Format and default-ignorable characters (variation selectors, Hangul fillers…) between printable ASCII. */
 const INVISIBLE_IN_ASCII = /(?<=[!-~])[\p{Cf}\p{DI}]+(?=[!-~])/gu;
 
+/**
+ * What can hide a token from the rules: an escape sequence (as is, or `\u001b[…` in a JSON string); a run of
+ * marks and invisible characters (dropped after ASCII); a character of the scripts whose compatibility forms
+ * fold to ASCII (fullwidth, mathematical, circled…: Latin, Greek, Common, and U+FB29); and {@link MASK}.
+ */
+const DISGUISE = new RegExp(
+  String
+    .raw`${ESCAPE_SEQUENCE.source}|\\u001[bB]\[[0-?]*[ -/]*[@-~]|[\p{M}\p{Cf}\p{DI}]+|(?![\0-\x7f])[\p{sc=Latn}\p{sc=Zyyy}\p{sc=Grek}\ufb29\ue000]`,
+  "gu",
+);
+/** The printable ASCII a character's NFKC form is, or "" (cached: the distinct characters of the texts seen). */
+const asciiFolds = new Map<string, string>();
+const MAX_FOLDS_CACHED = 1 << 16;
+
+function asciiFold(c: string): string {
+  let folded = asciiFolds.get(c);
+  if (folded === undefined) {
+    const n = c.normalize("NFKC");
+    folded = n !== c && /^[ -~]+$/.test(n) ? n : "";
+    if (asciiFolds.size < MAX_FOLDS_CACHED) asciiFolds.set(c, folded);
+  }
+  return folded;
+}
+
+/** What {@link redactDisguised}'s rules hide a secret with: as long as the secret, so offsets hold. */
+const MASK = "\ue000";
+const mask: Hide = (secret) => MASK.repeat(secret.length);
+
+/** A piece of a folded text: at `f` in it, `fl` long, from `o` in the text, `ol` long; `copy`: the same characters. */
+type Piece = { f: number; fl: number; o: number; ol: number; copy: boolean };
+
+/**
+ * `text` as the rules would read it undisguised — escape sequences out; fullwidth, mathematical and other
+ * compatibility forms as their ASCII; marks and invisible characters after ASCII out — and its pieces; undefined
+ * when nothing folds.
+ */
+function folded(text: string): { text: string; pieces: Piece[] } | undefined {
+  const pieces: Piece[] = [];
+  let [out, copied, changed, asciiEnd] = ["", 0, false, -1]; // asciiEnd: where the last ASCII (or fold) ended
+  const put = (s: string, o: number, ol: number, copy: boolean) => {
+    pieces.push({ f: out.length, fl: s.length, o, ol, copy });
+    out += s;
+  };
+  for (const m of text.matchAll(DISGUISE)) {
+    const [c, at] = [m[0], m.index];
+    if (at > copied) put(text.slice(copied, at), copied, at - copied, true);
+    if (at > copied && /[!-~]/.test(text[at - 1])) asciiEnd = at;
+    copied = at + c.length;
+    const escape = c.charCodeAt(0) < 0xa0;
+    const invisible = !escape && /^[\p{M}\p{Cf}\p{DI}]/u.test(c);
+    const fold = escape || invisible ? "" : c === MASK ? "\ufffd" : asciiFold(c);
+    if (escape || (invisible && asciiEnd === at)) { // dropped
+      changed = true;
+      if (invisible) asciiEnd = copied;
+    } else if (fold && c !== MASK) {
+      put(fold, at, c.length, false);
+      changed = true;
+      asciiEnd = copied;
+    } else put(fold || c, at, c.length, true);
+  }
+  if (!changed) return undefined;
+  if (copied < text.length) put(text.slice(copied), copied, text.length - copied, true);
+  return { text: out, pieces };
+}
+
+/** Where in the text the character at `k` of a folded text starts and ends (`pieces` in order; binary search). */
+function origin(pieces: readonly Piece[], k: number): [number, number] {
+  let [lo, hi] = [0, pieces.length - 1];
+  while (lo < hi) { // the last piece starting at or before k (none is empty)
+    const mid = (lo + hi + 1) >> 1;
+    if (pieces[mid].f <= k) lo = mid;
+    else hi = mid - 1;
+  }
+  const p = pieces[lo];
+  return p.copy ? [p.o + k - p.f, p.o + k - p.f + 1] : [p.o, p.o + p.ol];
+}
+
+/**
+ * Credentials disguised from the rules (fullwidth `ｐａｓｓｗｏｒｄ=…`, `ｇｈｐ＿…`, a mark or an escape sequence inside
+ * a token): the other rules read the {@link folded} text, and each span they hide there is hidden in `text`, with
+ * what was dropped right after it. Linear: one fold, one pass of the rules, a search per span.
+ */
+function redactDisguised(text: string, hide: Hide): string {
+  const f = folded(text);
+  if (!f) return text;
+  const read = Object.entries(CREDENTIAL_RULES).reduce(
+    (out, [name, rule]) => name === "invisible-characters" || name === "disguised" ? out : rule(out, mask),
+    f.text,
+  );
+  if (read === f.text) return text;
+  if (read.length !== f.text.length) return read.replaceAll(/\ue000+/g, REDACTED); // no offsets: the folded text
+  let [out, copied] = ["", 0];
+  for (let k = read.indexOf(MASK); k >= 0; k = read.indexOf(MASK, k)) {
+    let end = k;
+    while (read[end] === MASK) end++;
+    const start = Math.max(origin(f.pieces, k)[0], copied);
+    const stop = Math.max(
+      origin(f.pieces, end - 1)[1],
+      end < read.length ? origin(f.pieces, end)[0] : text.length,
+    );
+    if (stop > start) out += text.slice(copied, start) + hide(text.slice(start, stop));
+    copied = Math.max(copied, stop);
+    k = end;
+  }
+  return out + text.slice(copied);
+}
+
 /** A rule: `text` with the secrets it finds replaced by what `hide` returns for each. */
 type Rule = (text: string, hide?: Hide) => string;
 
@@ -568,6 +677,7 @@ function headed(re: RegExp, pick: Pick): Rule {
 /** Every credential rule by name, in the order they run (tests/support/credentials.ts has a sample of each). */
 export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   "invisible-characters": (text) => text.replace(INVISIBLE_IN_ASCII, ""),
+  disguised: (text, hide = plain) => redactDisguised(text, hide),
   "private-key": whole(KEY_BLOCK),
   "private-key-end": (text, hide = plain) => redactKeyEnds(text, hide),
   "putty-private-key": headed(PUTTY_PRIVATE_LINES, all),
@@ -580,12 +690,21 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   cookie: (text, hide = plain) =>
     text.replace(COOKIE, (_m, head, set, pairs) => head + redactCookies(pairs, set !== undefined, hide)),
   bearer: (text, hide = plain) =>
-    text.replace(BEARER, (m, word) => `${word} ${hide(m.slice(word.length).trimStart())}`),
+    text.replace(BEARER, (m, word: string) => {
+      const token = m.slice(word.length).trimStart();
+      return m.slice(0, -token.length) + hide(token);
+    }),
   basic: (text, hide = plain) =>
-    text.replace(BASIC, (m, word, b64) => userAndPassword(b64) ? `${word} ${hide(b64)}` : m),
+    text.replace(
+      BASIC,
+      (m, _word, b64: string) => userAndPassword(b64) ? m.slice(0, -b64.length) + hide(b64) : m,
+    ),
   "user-option": headed(USER_OPTION, all),
   "secret-in-prose": (text, hide = plain) =>
-    text.replace(SECRET_IN_PROSE, (m, head, _e, _q, value) => NO_SECRET.test(value) ? m : head + hide(value)),
+    text.replace(
+      SECRET_IN_PROSE,
+      (m, head, e, q, value) => NO_SECRET.test(value) ? m : head + e + q + hide(value) + e + q,
+    ),
   "secret-in-prose-unquoted": headed(SECRET_IN_PROSE_UNQUOTED, valued(false)),
   "secret-label": headed(SECRET_LABEL, valued(false, true)),
   "password-option": headed(PASSWORD_OPTION, valued(true)),
@@ -687,21 +806,31 @@ function basePower(base: number, n: number): number {
   return r;
 }
 
+/** Each prints set's first hashes by length, parsed once however many texts it redacts (a proxy's: every call). */
+const parsedPrints = new WeakMap<ReadonlySet<string>, ReadonlyMap<number, ReadonlySet<number>>>();
+
+/** `prints`' first hashes by length (a number looked up per step of a rolling hash), of lengths redaction learns. */
+function firstHashes(prints: ReadonlySet<string>): ReadonlyMap<number, ReadonlySet<number>> {
+  const known = parsedPrints.get(prints);
+  if (known) return known;
+  const firsts = new Map<number, Set<number>>();
+  for (const p of prints) {
+    const [length, h1] = p.split(":");
+    const n = Number(length);
+    if (n >= MIN_LEARNED) firsts.set(n, (firsts.get(n) ?? new Set()).add(Number.parseInt(h1, 36) | 0));
+  }
+  parsedPrints.set(prints, firsts);
+  return firsts;
+}
+
 /**
  * Every bare recurrence of a secret whose {@link secretPrint} is in `prints` replaced with `[REDACTED]`: one rolling
  * hash over `text` per length the prints have that fits in it (linear in the text for a bounded set).
  */
 function redactPrinted(text: string, prints: ReadonlySet<string>): string {
-  const firsts = new Map<number, Set<number>>(); // per length, the first hashes (a number looked up per step)
-  for (const p of prints) {
-    const [length, h1] = p.split(":");
-    const n = Number(length);
-    if (n >= MIN_LEARNED && n <= text.length) {
-      firsts.set(n, (firsts.get(n) ?? new Set()).add(Number.parseInt(h1, 36) | 0));
-    }
-  }
   const spans: [number, number][] = [];
-  for (const [length, hashes] of firsts) {
+  for (const [length, hashes] of firstHashes(prints)) {
+    if (length > text.length) continue;
     const [out1, out2] = [basePower(B1, length), basePower(B2, length)];
     let [h1, h2] = [0, 0];
     for (let end = 1; end <= text.length; end++) {

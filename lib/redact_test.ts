@@ -233,8 +233,54 @@ Deno.test("redact: every rule is linear — 128 KB of its worst case in well und
     "base64 lines of 70, neither width": mb("A".repeat(70) + "\n"),
     "base64 lines of 64, never decoding": mb("A".repeat(64) + "\n"),
     "base64url runs": mb("a_b-"),
+    // session 12: disguised tokens (fullwidth, marks, escape sequences), CJK punctuation that folds
+    "fullwidth password assignments": mb("ｐａｓｓｗｏｒｄ=ａ１ "),
+    "fullwidth token heads": mb("ｇｈｐ＿"),
+    "marks after ASCII": mb("a\u0301"),
+    "escape sequences inside words": mb("ab\x1b[0m"),
+    "escape sequences escaped in JSON": mb("ab\\u001b[0m"),
+    "CJK text and its fullwidth punctuation": mb("密码，令牌：是"),
   };
   assertLinear("redact", redact, cases, BOUND_MS);
+});
+
+Deno.test("redact: every rule hides only what its hider is given, so a disguised text's offsets hold", () => {
+  const same = (secret: string) => "\ue000".repeat(secret.length);
+  for (const c of CREDENTIALS) {
+    for (const [name, rule] of Object.entries(CREDENTIAL_RULES)) {
+      if (name === "invisible-characters") continue;
+      const out = rule(c.text, same);
+      assertEquals(out.length, c.text.length, `${name} on ${JSON.stringify(c.text)}: ${JSON.stringify(out)}`);
+    }
+  }
+});
+
+Deno.test("redact: a fullwidth, marked or escaped token is hidden in the text as written; other text stays", () => {
+  assertEquals(redact("set ｐａｓｓｗｏｒｄ=Tr0ub4dorXq ok"), `set ｐａｓｓｗｏｒｄ=${REDACTED} ok`);
+  assertEquals(redact("ｐａｓｓｗｏｒｄ：　Ｔｒ０ｕｂ４ｄｏｒＸｑ ok"), `ｐａｓｓｗｏｒｄ：　${REDACTED} ok`);
+  const token = "ghp_ZX7DfL3Fuo\u0301XmsC4vynNdwifV0xbWhEpIjsXU";
+  assertEquals(redact(`push ${token}\u0301 please`), `push ${REDACTED} please`, "its marks go with it");
+  assertEquals(
+    redact("see \x1b[1mghp_ZX7DfL3Fuo\x1b[0mXmsC4vynNdwifV0xbWhEpIjsXU\x1b[0m"),
+    `see \x1b[1m${REDACTED}`,
+  );
+  const seen = new Set<string>();
+  assertEquals(
+    redact("ｇｈｐ＿ＺＸ７ＤｆＬ３ＦｕｏＸｍｓＣ４ｖｙｎＮｄｗｉｆＶ０ｘｂ and ok", seen),
+    `${REDACTED} and ok`,
+  );
+  assertEquals(
+    redact("again ｇｈｐ＿ＺＸ７ＤｆＬ３ＦｕｏＸｍｓＣ４ｖｙｎＮｄｗｉｆＶ０ｘｂ.", seen),
+    `again ${REDACTED}.`,
+    "learned as written",
+  );
+  const plain = [
+    "re\u0301sume\u0301 and cafe\u0301, ﬁle ①②, Ｈｅｌｌｏ　ｗｏｒｌｄ！",
+    "密码忘了，怎么办？令牌：见文档。パスワード（再設定）",
+    "\x1b[32mok\x1b[0m 12 tests passed, token budget 4096",
+    "नमस्ते दुनिया, ไทย ภาษา",
+  ];
+  for (const t of plain) assertEquals(redact(t), t);
 });
 
 Deno.test("redact: a bare base64 run is an AWS secret only beside an AWS key id", () => {
@@ -316,7 +362,7 @@ Deno.test("redact: a password a sentence gives without quotes, and mysql's -p<pa
 
 Deno.test("redact: a secret recognised once is redacted wherever it recurs in the texts that share `seen`", () => {
   const seen = new Set<string>();
-  assertEquals(redact("my password is 'hunter2-Horse'", seen), `my password is ${REDACTED}`);
+  assertEquals(redact("my password is 'hunter2-Horse'", seen), `my password is '${REDACTED}'`);
   assertEquals(redact("PGPASSWORD=s3cr3t-Batt", seen), `PGPASSWORD=${REDACTED}`);
   const later = "Use hunter2-Horse (and s3cr3t-Batt) to log in; hunter2-Horsefly is a word.";
   assertEquals(

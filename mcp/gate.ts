@@ -70,15 +70,19 @@ export function neutralized<T extends JSONRPCMessage>(message: T, catalog: boole
 /**
  * A `tools/call` request whose string arguments are redacted like captured text (lib/redact.ts: `<private>`
  * spans out, then credentials; one `seen` set, so a secret found once is redacted wherever it recurs), so
- * no secret reaches OpenViking to be stored and recalled. Keys, numbers and the rest stay as they are.
+ * no secret reaches OpenViking to be stored and recalled; so is every secret of `prints` (those the sessions'
+ * captures found: the model may pass one on bare). Keys, numbers and the rest stay as they are.
  * `undefined`: nested too deep.
  */
-export function redactedCall(request: JSONRPCRequest): JSONRPCRequest | undefined {
+export function redactedCall(
+  request: JSONRPCRequest,
+  prints?: ReadonlySet<string>,
+): JSONRPCRequest | undefined {
   const params = request.params;
   if (!isRecord(params) || !("arguments" in params)) return request;
   const seen = new Set<string>();
   // Learned from every argument first (as capture's plan does), so the walk's order hides nothing.
   mapStrings(params.arguments, { value: (v) => redact(v, seen) });
-  const args = mapStrings(params.arguments, { value: (v) => redact(v, seen) });
+  const args = mapStrings(params.arguments, { value: (v) => redact(v, seen, prints) });
   return args === TOO_DEEP ? undefined : { ...request, params: { ...params, arguments: args } };
 }

@@ -111,6 +111,8 @@ export interface ProxyOptions {
   limits?: Partial<ProxyLimits>;
   /** Whether OpenViking is known not to answer now (its recall breaker is open). */
   paused?: () => Promise<boolean>;
+  /** The prints of the secrets the sessions' captures found (lib/redact.ts `secretPrint`): hidden in tool calls. */
+  prints?: () => Promise<ReadonlySet<string>>;
 }
 
 /** What a request upstream came to: the server's response, or why there is none. */
@@ -492,7 +494,8 @@ export class Proxy {
       if (starting || await this.paused()) {
         return await this.options.send(await this.fallback(request, { kind: "paused" }));
       }
-      const outgoing = this.outgoing(request);
+      const outgoing = await this.outgoing(request);
+      if (signal.aborted) return;
       if ("error" in outgoing) return await this.options.send(outgoing);
       entry.sent = true;
       const timing = exchangeTiming(request.method, this.settings.config.timeoutMs, this.limits);
@@ -530,7 +533,7 @@ export class Proxy {
   }
 
   /** `request` as it goes upstream, a tool call's arguments redacted; else the error saying why not (never sent raw). */
-  private outgoing(request: JSONRPCRequest): JSONRPCRequest | ReturnType<typeof failureError> {
+  private async outgoing(request: JSONRPCRequest): Promise<JSONRPCRequest | ReturnType<typeof failureError>> {
     if (request.method !== "tools/call" || !this.settings.config.redact) return request;
     const refused = (message: string) => ({
       jsonrpc: "2.0" as const,
@@ -538,7 +541,9 @@ export class Proxy {
       error: { code: -32602, message },
     });
     try {
-      return redactedCall(request) ?? refused(`Tool arguments nested deeper than ${MAX_DEPTH} levels.`);
+      const prints = await this.options.prints?.();
+      return redactedCall(request, prints) ??
+        refused(`Tool arguments nested deeper than ${MAX_DEPTH} levels.`);
     } catch (error) {
       this.options.log.stage("redact-failed", { error: String(error) });
       return refused(

@@ -123,6 +123,75 @@ export async function readState(file: string): Promise<SessionState> {
   return parsed.success ? parsed.data : emptyState();
 }
 
+/** The most capture states whose secret prints {@link machinePrints} takes: the newest by modification time. */
+export const PRINT_STATES = 32;
+/** A directory stamp younger than this when read may hide a change made in the same clock tick: read again. */
+const STAMP_SETTLE_MS = 2000;
+
+/** What {@link machinePrints} last found: the directory's stamp, each state file's stamp and prints, their union. */
+const printed = {
+  stamp: "",
+  settled: false,
+  files: new Map<string, { stamp: string; prints: readonly string[] }>(),
+  union: new Set<string>() as ReadonlySet<string>,
+};
+
+/** `read()`, or undefined when it throws. */
+function orUndefined<T>(read: () => T): T | undefined {
+  try {
+    return read();
+  } catch {
+    return undefined;
+  }
+}
+
+const stampOf = (info: Deno.FileInfo) => `${info.ino}:${info.size}:${info.mtime?.getTime()}`;
+
+/**
+ * The secret prints of the {@link PRINT_STATES} newest capture states in `dir` (every session of this machine; a
+ * session as new as the newer of its two states): a damaged or missing file holds none. Read again only when the directory changed (every state write renames
+ * into it), and then only the files that changed.
+ */
+export async function machinePrints(dir: string): Promise<ReadonlySet<string>> {
+  const info = dir ? await Deno.stat(dir).catch(() => undefined) : undefined;
+  if (!info?.isDirectory) return new Set();
+  const stamp = `${dir}:${stampOf(info)}`;
+  if (printed.stamp === stamp && printed.settled) return printed.union;
+  const listedAt = Date.now();
+  const names = await Array.fromAsync(Deno.readDir(dir), (e) => e.name).catch(() => [] as string[]);
+  const listed = new Set(names);
+  const mtime = (file: string) => orUndefined(() => Deno.lstatSync(file))?.mtime?.getTime() ?? 0;
+  const states = names.filter((n) => n.endsWith(".json") && !n.endsWith(".prompt.json")).map((name) => {
+    const file = joinPath(dir, name);
+    const at = orUndefined(() => Deno.lstatSync(file)); // sync: a few µs each, where a promise apiece costs more
+    // A resumed session is as new as its prompt state: its capture state is written at its first capture only.
+    const prompt = listed.has(`${name.slice(0, -5)}.prompt.json`)
+      ? mtime(`${file.slice(0, -5)}.prompt.json`)
+      : 0;
+    return at?.isFile
+      ? { file, stamp: stampOf(at), mtime: Math.max(at.mtime?.getTime() ?? 0, prompt) }
+      : undefined;
+  });
+  const newest = states.filter((s) => s !== undefined).sort((a, b) => b.mtime - a.mtime);
+  const files = new Map<string, { stamp: string; prints: readonly string[] }>();
+  for (const s of newest.slice(0, PRINT_STATES)) {
+    const known = printed.files.get(s.file);
+    files.set(
+      s.file,
+      known?.stamp === s.stamp ? known : { stamp: s.stamp, prints: (await readState(s.file)).secretPrints },
+    );
+  }
+  const union = new Set([...files.values()].flatMap((f) => f.prints));
+  const same = union.size === printed.union.size && [...union].every((p) => printed.union.has(p));
+  Object.assign(printed, {
+    stamp,
+    settled: listedAt - (info.mtime?.getTime() ?? listedAt) >= STAMP_SETTLE_MS,
+    files,
+    union: same ? printed.union : union, // the same set while nothing changed: what redaction parsed of it stays
+  });
+  return printed.union;
+}
+
 /** The state under the lock; a damaged one is kept at `<file>.damaged-<time>` and a fresh `recover` state written. */
 async function loadState(file: string, durable: boolean): Promise<SessionState> {
   const info = await settled(() => Deno.lstatSync(file)).catch((error) => {

@@ -20,6 +20,7 @@ import {
 import { Proxy } from "../../mcp/proxy.ts";
 import { loadConfig } from "../../openviking/config.ts";
 import { silentLogger } from "../../lib/log.ts";
+import { secretPrint } from "../../lib/redact.ts";
 
 const KEY = "ovk-test-key-7f3a9c";
 const GIB = 1024 ** 3;
@@ -86,6 +87,27 @@ Deno.test("mcp/fake: every request carries auth, identity and protocol version h
   assertEquals(versions, ["2025-06-18", ...posts.slice(1).map(() => "2025-11-25")]);
   // stdout carried JSON-RPC lines only: the responses
   assertEquals(proxy.lines.map((l) => JSON.parse(l).id), ["init", 2, 3, 4]);
+});
+
+Deno.test("mcp/fake: a secret any session's capture learned is redacted in a tool call that names no key word", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using fake = await FakeOpenViking.start();
+  const dir = `${home.path}/.openviking/hook-state/kimicode`;
+  await Deno.mkdir(dir, { recursive: true });
+  const state = (...secrets: string[]) => JSON.stringify({ secretPrints: secrets.map(secretPrint) });
+  await Deno.writeTextFile(`${dir}/session-a.json`, state("Tr0ub4dorXq9"));
+  await Deno.writeTextFile(`${dir}/session-b.json`, "{ damaged");
+  await Deno.writeTextFile(`${dir}/session-c.prompt.json`, state("PromptSide77x"));
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+  await proxy.initialize();
+  resultOf(await proxy.call(2, "remember", { text: "DB login app / Tr0ub4dorXq9", more: ["Tr0ub4dorXq9!"] }));
+  // A session whose capture learns a secret while the proxy runs: its next call hides that one too.
+  await Deno.writeTextFile(`${dir}/session-d.json`, state("Zebra8Quokka"));
+  resultOf(await proxy.call(3, "remember", { text: "second login Zebra8Quokka" }));
+  const sent = JSON.stringify(fake.mcp.receivedMethod("tools/call"));
+  assertNotMatch(sent, /Tr0ub4dorXq9|Zebra8Quokka/);
+  assertMatch(sent, /DB login app \/ \[REDACTED\]/);
+  assertEquals(await proxy.close(), 0);
 });
 
 Deno.test("mcp/fake: SSE stream with comments, multi-line data, [DONE], server request and notification", async () => {

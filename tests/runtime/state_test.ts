@@ -1,6 +1,8 @@
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import {
   emptyState,
+  machinePrints,
+  PRINT_STATES,
   readState,
   type SessionState,
   statePaths,
@@ -82,6 +84,25 @@ Deno.test("state: written 0600 in a 0700 dir, round trips, bad files read as fre
   await Deno.writeTextFile(file, JSON.stringify({ version: 1, capturedKeys: "nope", profileInjected: "x" }));
   const partial = await readState(file);
   assertEquals([partial.capturedKeys, partial.profileInjected], [[], false]);
+});
+
+Deno.test("machinePrints: the prints of the newest capture states; a damaged one holds none; a change is seen", async () => {
+  await using dir = await tempDir();
+  const write = async (name: string, prints: string[], minutesAgo: number) => {
+    await writeState(`${dir.path}/${name}`, { ...emptyState(), secretPrints: prints });
+    const at = new Date(Date.now() - minutesAgo * 60_000);
+    await Deno.utime(`${dir.path}/${name}`, at, at);
+  };
+  for (let i = 0; i <= PRINT_STATES; i++) await write(`s${i}.json`, [`p${i}`], i + 1); // s32 is the oldest
+  await write("s32.prompt.json", ["prompt-side"], 0); // s32's session resumed: its prompt ran just now
+  await Deno.writeTextFile(`${dir.path}/damaged.json`, "{ torn");
+  await Deno.writeTextFile(`${dir.path}/s1.json.damaged-1`, JSON.stringify({ secretPrints: ["aside"] }));
+  // s32 is as new as its prompt; the damaged file, as new, counts as one of the states read: s30 and s31 are too old.
+  const expected = ["p32", ...Array.from({ length: PRINT_STATES - 2 }, (_, i) => `p${i}`)];
+  assertEquals([...await machinePrints(dir.path)].sort(), expected.sort());
+  await write("s5.json", ["p5", "p5b"], 0);
+  assertTrue((await machinePrints(dir.path)).has("p5b"), "a state written since is read again");
+  assertEquals((await machinePrints(`${dir.path}/none`)).size, 0);
 });
 
 Deno.test("state keeps at most 1000 capture keys", async () => {
