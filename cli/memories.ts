@@ -10,8 +10,7 @@ import { clientOptions, createClient, type OvFailure } from "../openviking/clien
 import { resolvePeer } from "../openviking/peer.ts";
 import { dirName, isAbsolutePath, joinPath, ledgerDir, orNoHome, processEnv } from "../lib/paths.ts";
 import { commandName, invocationCwd, workspaceDir } from "../lib/self.ts";
-import { ago } from "./status.ts";
-import { preview, WIDTH, wrap } from "../lib/columns.ts";
+import { ago, plural, preview, WIDTH, wrapLines } from "../lib/columns.ts";
 import { oneLine } from "../memory/digest.ts";
 import { recallQuery } from "../memory/prompt.ts";
 import * as inspect from "../memory/inspect.ts";
@@ -29,9 +28,10 @@ export function renderListing(
   now: number,
   search?: string,
 ): string[] {
-  const n = l.memories.length;
   const where = l.roots.length > 1 ? "this project's and yours" : "yours (no project memories here)";
-  const lines = [`${n} memor${n === 1 ? "y" : "ies"}${search ? ` found for "${search}"` : ""}: ${where}`];
+  const lines = [
+    `${plural(l.memories.length, "memory", "memories")}${search ? ` found for "${search}"` : ""}: ${where}`,
+  ];
   const groups = new Map<string, inspect.Listed[]>();
   for (const m of l.memories) groups.set(m.kind, [...groups.get(m.kind) ?? [], m]);
   const when = (m: inspect.Listed) =>
@@ -51,11 +51,8 @@ export function renderListing(
   const templates = (l.templates ?? []).map((u) => `      ${u}`);
   if (templates.length) lines.push("", "templates of the server, not filled in (left out):", ...templates);
   for (const f of l.failures) lines.push("", `could not read ${f.root.uri}: ${f.failure.error.message}`);
-  return wrapped(lines);
+  return wrapLines(lines);
 }
-
-/** Lines wrapped at 80 columns, each continuation indented two more than its line. */
-const wrapped = (lines: string[]) => lines.flatMap((l) => wrap(l, `${/^ */.exec(l)![0]}  `));
 
 /** The lines of one memory in full and where it came from (what cannot be known is said so). */
 export function renderShown(s: inspect.Shown, now: number): string[] {
@@ -85,7 +82,7 @@ export function renderShown(s: inspect.Shown, now: number): string[] {
         "import, the remember tool, another client) or by an older commit",
     );
   }
-  return wrapped(lines);
+  return wrapLines(lines);
 }
 
 /** What failure `f` of a request about `uri` means here: advice.ts's words, no capture-queue fix (pure). */
@@ -140,7 +137,7 @@ export async function memoriesCommand(
 ): Promise<number> {
   const say = (value: unknown, text: string[], code = 0) => {
     if (o.json) console.log(reportJson(value, 2));
-    else (code ? console.error : console.log)(neutralize(wrapped(text).join("\n")));
+    else (code ? console.error : console.log)(neutralize(wrapLines(text).join("\n")));
     return code;
   };
   const stop = (code: number, message: string, fix = "", kind = "usage") =>

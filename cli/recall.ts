@@ -10,7 +10,7 @@ import { loadConfig } from "../openviking/config.ts";
 import { type Env, orNoHome, processEnv, sharedStateDir } from "../lib/paths.ts";
 import { isOpen, readBreaker } from "../openviking/breaker.ts";
 import { pausedLine, recallQuery } from "../memory/prompt.ts";
-import { ago } from "./status.ts";
+import { ago, plural } from "../lib/columns.ts";
 import { workspaceDir } from "../lib/self.ts";
 import { resolvePeer } from "../openviking/peer.ts";
 import { scrub } from "../lib/redact.ts";
@@ -90,9 +90,7 @@ export function renderRecall(r: RecallOutput): string {
     ...(paused ? [`${paused}; the hook asks nothing until the server answers its probe`] : []),
     ...(r.skipped ? [`recall skipped: ${r.skipped}`] : []),
     "",
-    `${r.memories.length} memor${r.memories.length === 1 ? "y" : "ies"}${
-      r.skipped || r.failure ? "" : ` via ${r.path}`
-    }` +
+    `${plural(r.memories.length, "memory", "memories")}${r.skipped || r.failure ? "" : ` via ${r.path}`}` +
     (r.peer.id ? ` (peer ${r.peer.id}, from ${r.peer.source})` : ""),
     ...r.memories.map((m) =>
       `  ${m.score !== undefined ? m.score.toFixed(2) : "  – "}  ${m.uri}  (${m.chars} chars)`

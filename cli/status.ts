@@ -32,7 +32,7 @@ import { scrub } from "../lib/redact.ts";
 import { readState, statePaths, uncommitted } from "../memory/state.ts";
 import { dueAt } from "../memory/idle-commit.ts";
 import { VERSION } from "../lib/version.ts";
-import { wrap } from "../lib/columns.ts";
+import { ago, plural, wrapLines } from "../lib/columns.ts";
 import { commandName, workspaceDir } from "../lib/self.ts";
 import { SESSION_PREFIX } from "../memory/context.ts";
 import { alarmWords, askAlarm, memoriesOf } from "../memory/extraction.ts";
@@ -142,16 +142,6 @@ function placeQueued(s: SessionStatus, tasks: { id: string; at: number }[]) {
     if (i >= 0) c.taskId = left.splice(i, 1)[0].id;
   }
   return left;
-}
-
-const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
-
-/** A time as a short age ("4 min ago"). */
-export function ago(at: number, now: number): string {
-  const s = Math.max(0, Math.round((now - at) / 1000));
-  if (s < 60) return `${s} s ago`;
-  if (s < 3600) return `${Math.round(s / 60)} min ago`;
-  return s < 86_400 ? `${Math.round(s / 3600)} h ago` : `${Math.round(s / 86_400)} d ago`;
 }
 
 function commitLine(c: CommitStatus, now: number, url: string): string {
@@ -274,8 +264,7 @@ export function renderStatus(st: Status, now: number): string {
   }
   const why = !c.reachable ? "server unavailable" : c.authenticated === false ? "key refused" : "no answer";
   if (st.notAsked.length) lines.push("", `Not asked (${why}): ${st.notAsked.join(", ")}`);
-  const indent = (l: string) => " ".repeat(Math.min(12, l.length - l.trimStart().length + 2));
-  return lines.flatMap((l) => wrap(l, indent(l))).join("\n");
+  return wrapLines(lines).join("\n");
 }
 
 /**
@@ -291,7 +280,7 @@ async function connection(client: OpenVikingClient, config: Config, cwd: string)
   const data = me.ok && config.apiKey ? await askDataAccess(client) : me;
   const accepted = health.ok && (data.ok || (data.kind !== "auth" && me.ok));
   const a = !accepted && !data.ok ? adviceFor(data, config.baseUrl) : undefined;
-  const conn: Status["connection"] = {
+  return {
     url: config.baseUrl,
     reachable: health.ok,
     authenticated: accepted || (health.ok && !data.ok && data.kind === "auth" ? false : null),
@@ -300,8 +289,7 @@ async function connection(client: OpenVikingClient, config: Config, cwd: string)
     peer: { id: peer.peerId, source: peer.source },
     ...(health.ok && health.result.version !== undefined ? { serverVersion: health.result.version } : {}),
     ...(a && !data.ok ? { problem: { kind: data.kind, message: a.summary, fix: a.fix } } : {}),
-  };
-  return conn;
+  } satisfies Status["connection"];
 }
 
 /**
@@ -411,6 +399,8 @@ export async function collectStatus(env: paths.Env, cwd: string, choice: Session
   const here = queues.destinationOf(config);
   const elsewhere = queues.elsewhereOf(queue.sessions, here);
   const x = alarm && alarmWords(alarm);
+  const extraction = alarm && x &&
+    { commits: alarm.commits, failed: alarm.failed, kind: x.kind, message: x.summary, fix: x.fix };
   const status: Status = {
     version: VERSION,
     connection: conn,
@@ -431,17 +421,7 @@ export async function collectStatus(env: paths.Env, cwd: string, choice: Session
       fix: rejectedFix(env, places.rejectedDir),
     },
     notAsked,
-    ...(alarm && x
-      ? {
-        extraction: {
-          commits: alarm.commits,
-          failed: alarm.failed,
-          kind: x.kind,
-          message: x.summary,
-          fix: x.fix,
-        },
-      }
-      : {}),
+    ...(extraction ? { extraction } : {}),
     ...(places.paused ? { paused: places.paused } : {}),
   };
   return scrub(status, [config.apiKey]) as Status;
