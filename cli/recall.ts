@@ -35,11 +35,7 @@ export const RecallOutputSchema = z.object({
 type RecallOutput = z.infer<typeof RecallOutputSchema>;
 
 /** What the prompt hook would print for `text` in `cwd` now, as a new session's first prompt; writes nothing. */
-export async function recallPreview(
-  text: string,
-  cwd: string,
-  env: Env = processEnv(),
-): Promise<RecallOutput> {
+export async function recallPreview(text: string, cwd: string, env: Env): Promise<RecallOutput> {
   const { config } = await loadConfig(env, cwd);
   const peer = await resolvePeer(cwd, config);
   const query = recallQuery(text, config.redact);
