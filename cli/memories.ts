@@ -162,7 +162,7 @@ export async function memoriesCommand(
     return stop(2, `${JSON.stringify(uri)} is not a memory's URI (a ….md file under ${under}); ${list}`);
   }
   const client = createClient(clientOptions(config, peer.peerId, { timeoutMs: 10_000 }));
-  const slow = clientOptions(config, peer.peerId, { timeoutMs: 120_000 });
+  const slow = createClient(clientOptions(config, peer.peerId, { timeoutMs: 120_000 })); // a pack's transfer
   const failed = (f: OvFailure, what: string, target: string, after = "") => {
     const a = memoriesAdvice(f, config.baseUrl, target, env);
     if (f.kind !== "missing-route") return stop(1, `${what} failed: ${a.summary}${after}`, a.fix, f.kind);
@@ -197,7 +197,7 @@ export async function memoriesCommand(
     return failed(r, reading ? "reading it" : "delete", uri, reading ? "; nothing was deleted" : "");
   }
   if (action === "export") {
-    const pack = await inspect.exportMemories(createClient(slow));
+    const pack = await inspect.exportMemories(slow);
     if (!(pack instanceof Uint8Array)) return failed(pack, "export", MEMORIES);
     const error = await writeNew(uri, pack);
     if (error) return stop(2, `cannot write ${uri} (${error}); nothing was written over`);
@@ -207,20 +207,18 @@ export async function memoriesCommand(
   if (action === "import") {
     const pack = await readPack(uri);
     if (typeof pack === "string") return stop(2, `${pack}; nothing was imported`);
-    const before = await inspect.exportMemories(createClient(slow));
-    const notImported = "; nothing was imported";
-    const stamp = new Date(now).toISOString().replace(/[:.]/g, "-");
-    const backup = before instanceof Uint8Array
-      ? joinPath(dirName(uri), `memories-before-import-${stamp}.ovpack`)
-      : undefined;
-    if (!(before instanceof Uint8Array) && !inspect.isNotFound(before)) {
-      return failed(before, "export", MEMORIES, notImported);
+    const before = await inspect.exportMemories(slow);
+    const had = before instanceof Uint8Array;
+    if (!had && !inspect.isNotFound(before)) {
+      return failed(before, "export", MEMORIES, "; nothing was imported");
     }
-    const error = backup && await writeNew(backup, before as Uint8Array);
+    const stamp = new Date(now).toISOString().replace(/[:.]/g, "-");
+    const backup = had ? joinPath(dirName(uri), `memories-before-import-${stamp}.ovpack`) : undefined;
+    const error = had && await writeNew(backup!, before);
     if (error) {
       return stop(2, `cannot keep what import would replace in ${backup} (${error}); nothing was imported`);
     }
-    const done = await inspect.importMemories(createClient(slow), pack);
+    const done = await inspect.importMemories(slow, pack);
     if (!done.ok) {
       const untouched = "replacedNothing" in done && done.replacedNothing;
       if (untouched && backup) await Deno.remove(backup).catch(() => undefined);
@@ -246,10 +244,7 @@ export async function memoriesCommand(
     return failed(first.failure, o.search !== undefined ? "search" : "listing", first.root.uri);
   }
   const failures = l.failures.map((f) => ({ uri: f.root.uri, message: f.failure.error.message }));
-  const lines = renderListing({ roots, ...l }, now, o.search);
-  return say(
-    { roots, memories: l.memories, templates: l.templates ?? [], failures },
-    lines,
-    failures.length && !l.memories.length ? 1 : 0,
-  );
+  const value = { roots, memories: l.memories, templates: l.templates ?? [], failures };
+  const code = failures.length && !l.memories.length ? 1 : 0;
+  return say(value, renderListing({ roots, ...l }, now, o.search), code);
 }
