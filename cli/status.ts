@@ -145,36 +145,34 @@ function placeQueued(s: SessionStatus, tasks: { id: string; at: number }[]) {
 }
 
 function commitLine(c: CommitStatus, now: number, url: string): string {
-  const n = c.task?.memories.length ?? 0;
-  const o = c.origin;
+  const { origin: o, task: t } = c;
+  const who = o &&
+    (o.url !== url ? ", not on this server" : ` as another identity (${o.who || "the key's own"})`);
+  const made = plural(t?.memories.length ?? 0, "memory", "memories");
   const task = o
-    ? `made on ${o.url}${
-      o.url !== url ? ", not on this server" : ` as another identity (${o.who || "the key's own"})`
-    }: not asked`
-    : c.task?.status === "expired"
+    ? `made on ${o.url}${who}: not asked`
+    : t?.status === "expired"
     ? "expired (the server keeps finished tasks 24 h, failed ones 7 days)"
-    : c.task?.status === "not-found"
+    : t?.status === "not-found"
     ? "not known to this server (made on another server or identity?)"
-    : c.task
-    ? `${c.task.status}${c.task.error ? `: ${c.task.error}` : ""}${
-      n ? ` → ${plural(n, "memory", "memories")}` : ""
-    }`
+    : t
+    ? `${t.status}${t.error ? `: ${t.error}` : ""}${t.memories.length ? ` → ${made}` : ""}`
     : c.taskId && "task not asked";
+  const queued = c.waiting
+    ? "waits in the queue"
+    : c.replayedAt !== undefined
+    ? `delivered by a replay ${ago(c.replayedAt, now)}`
+    : c.taskId
+    ? "since delivered"
+    : "no longer in the queue";
   const outcome = c.outcome === "rejected"
     ? "refused by OpenViking"
-    : c.outcome !== "queued"
-    ? c.outcome
-    : c.waiting
-    ? "queued, waits in the queue"
-    : c.replayedAt !== undefined
-    ? `queued, delivered by a replay ${ago(c.replayedAt, now)}`
-    : c.taskId
-    ? "queued, since delivered"
-    : "queued, no longer in the queue";
+    : c.outcome === "queued"
+    ? `queued, ${queued}`
+    : c.outcome;
   const tail = task ? `, ${task}` : ["queued", "rejected"].includes(c.outcome) ? "" : `, ${c.outcome}`;
-  return `    commit ${ago(c.at, now)}: ${outcome}${
-    c.taskId ? ` (task ${c.taskId.slice(0, 8)})` : ""
-  }${tail}`;
+  const id = c.taskId ? ` (task ${c.taskId.slice(0, 8)})` : "";
+  return `    commit ${ago(c.at, now)}: ${outcome}${id}${tail}`;
 }
 
 /** What a session's commits cost: how many, messages each, and the server's newest token total, if any. */
