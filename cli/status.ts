@@ -201,14 +201,11 @@ function sessionLines(s: SessionStatus, now: number, url: string): string[] {
     (c.rejected ? `, ${c.rejected} refused` : ""),
     ...[commitCost(s) ?? []].flat(),
   ];
-  if (u) {
-    lines.push(
-      `    ${u.messages} message(s) wait for a commit: ` +
-        (u.dueAt > now
-          ? `due in ${ago(now, u.dueAt).slice(0, -4)} (idle since the last capture), or at the session's end`
-          : `due ${ago(u.dueAt, now)}; the next Kimi session start commits them`),
-    );
-  }
+  const due = u &&
+    (u.dueAt > now
+      ? `due in ${ago(now, u.dueAt).slice(0, -4)} (idle since the last capture), or at the session's end`
+      : `due ${ago(u.dueAt, now)}; the next Kimi session start commits them`);
+  if (u) lines.push(`    ${u.messages} message(s) wait for a commit: ${due}`);
   for (const commit of s.commits.slice(-SHOWN_COMMITS)) {
     const made = (commit.task?.memories ?? []).slice(0, 3).map((u) => `      + ${u}`);
     lines.push(commitLine(commit, now, url), ...made);
@@ -450,11 +447,8 @@ export async function statusCommand(
   const both = "--session and --all exclude each other; give one of them.";
   if (o.session !== undefined && o.all) return fail(2, both);
   if (o.session !== undefined && !(await knownSession(env, o.session))) {
-    return fail(
-      1,
-      `no ledger or state exists for session ${JSON.stringify(o.session)}. ` +
-        `\`${commandName(env)} status --all\` lists the sessions the ledger knows.`,
-    );
+    const all = `\`${commandName(env)} status --all\` lists the sessions the ledger knows.`;
+    return fail(1, `no ledger or state exists for session ${JSON.stringify(o.session)}. ${all}`);
   }
   const cwd = await workspaceDir(o.cwd, env);
   if (!cwd) return fail(2, `--cwd ${JSON.stringify(o.cwd)} is not a directory.`);
