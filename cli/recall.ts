@@ -7,7 +7,7 @@ import { printable, reportJson } from "../lib/neutralize.ts";
 import * as z from "zod/mini";
 import { adviceFor, causeOf, CauseSchema } from "../openviking/advice.ts";
 import { loadConfig } from "../openviking/config.ts";
-import { type Env, orNoHome, processEnv, sharedStateDir } from "../lib/paths.ts";
+import { type Env, orNoHome, sharedStateDir } from "../lib/paths.ts";
 import { isOpen, readBreaker } from "../openviking/breaker.ts";
 import { pausedLine, recallQuery } from "../memory/prompt.ts";
 import { ago, plural } from "../lib/columns.ts";
@@ -99,10 +99,7 @@ export function renderRecall(r: RecallOutput): string {
  * `openviking-kimi recall`: exit 0; 1 when recall failed or memory is paused (the server did not give it); 2 for
  * no such directory.
  */
-export async function recallCommand(
-  options: { text: string; cwd?: string; json: boolean },
-  env: Env = processEnv(),
-): Promise<number> {
+export async function recallCommand(options: { text: string; cwd?: string; json: boolean }, env: Env) {
   const cwd = await workspaceDir(options.cwd, env);
   if (!cwd) {
     console.error(`openviking-kimi recall: --cwd ${JSON.stringify(options.cwd)} is not a directory.`);

@@ -439,10 +439,7 @@ async function knownSession(env: paths.Env, id: string): Promise<boolean> {
  * `openviking-kimi status [--session ID | --all] [--cwd DIR] [--json]`: exit 0; 1 for a session nothing is
  * known of; 2 for both --session and --all, or a --cwd that is not a directory.
  */
-export async function statusCommand(
-  o: SessionChoice & { cwd?: string; json: boolean },
-  env = paths.processEnv(),
-): Promise<number> {
+export async function statusCommand(o: SessionChoice & { cwd?: string; json: boolean }, env: paths.Env) {
   const fail = (code: number, message: string) => (console.error(`openviking-kimi status: ${message}`), code);
   const both = "--session and --all exclude each other; give one of them.";
   if (o.session !== undefined && o.all) return fail(2, both);

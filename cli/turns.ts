@@ -6,7 +6,7 @@
 import { loadConfig } from "../openviking/config.ts";
 import { terminalJson } from "../lib/neutralize.ts";
 import { preview, textColumns, WIDTH } from "../lib/columns.ts";
-import { kimiHome, processEnv } from "../lib/paths.ts";
+import { type Env, kimiHome } from "../lib/paths.ts";
 import { locateJournal } from "../kimi/journal/locate.ts";
 import { planCapture } from "../kimi/journal/plan.ts";
 import { scanJournal } from "../kimi/journal/turns.ts";
@@ -45,7 +45,7 @@ export function renderTurns(messages: readonly TurnMessage[]): string[] {
 }
 
 /** The `turns` command: prints the messages of session `id` (`json`: in full); 1 when it has no journal. */
-export async function turnsCommand(id: string, json: boolean, env = processEnv()): Promise<number> {
+export async function turnsCommand(id: string, json: boolean, env: Env): Promise<number> {
   const found = await locateJournal(kimiHome(env), id);
   if (!found.ok) {
     console.error(
