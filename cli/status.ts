@@ -170,9 +170,8 @@ function commitLine(c: CommitStatus, now: number, url: string): string {
     : c.outcome === "queued"
     ? `queued, ${queued}`
     : c.outcome;
-  const tail = task ? `, ${task}` : ["queued", "rejected"].includes(c.outcome) ? "" : `, ${c.outcome}`;
   const id = c.taskId ? ` (task ${c.taskId.slice(0, 8)})` : "";
-  return `    commit ${ago(c.at, now)}: ${outcome}${id}${tail}`;
+  return `    commit ${ago(c.at, now)}: ${outcome}${id}${task ? `, ${task}` : ""}`;
 }
 
 /** What a session's commits cost: how many, messages each, and the server's newest token total, if any. */
