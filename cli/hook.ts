@@ -1,8 +1,9 @@
-/** `openviking-kimi hook <event>`, always exit 0. */
+/** `openviking-kimi hook <event>`, always exit 0; the entry of the program copy's hook.js too (no table). */
 
 import { handToWorker } from "../kimi/detach.ts";
 import { DETACHED_EVENTS, HOOK_EVENTS, HOOKS, isHookEvent } from "../kimi/hooks.ts";
 import { readAllStdin } from "../lib/bytes.ts";
+import { holdCopyLock } from "../lib/self.ts";
 
 /** The `hook` command: runs `event` (its CLI name) on this process's stdin. */
 export async function hookEntry(name: string): Promise<number> {
@@ -10,12 +11,16 @@ export async function hookEntry(name: string): Promise<number> {
   const stdin = await readAllStdin();
   if (DETACHED_EVENTS.has(event) && await handToWorker(event, stdin)) return 0;
   if (!isHookEvent(event)) {
+    const events = HOOK_EVENTS.join(", ");
     console.error(
-      `openviking-kimi hook: unknown event ${JSON.stringify(event)}; nothing done. Events: ${
-        HOOK_EVENTS.join(", ")
-      }.`,
+      `openviking-kimi hook: unknown event ${JSON.stringify(event)}; nothing done. Events: ${events}.`,
     );
   }
   const { hookCommand } = await import("../memory/dispatch.ts");
   return await hookCommand([event], stdin);
+}
+
+if (import.meta.main) {
+  holdCopyLock();
+  Deno.exitCode = await hookEntry(Deno.args[1] ?? "");
 }

@@ -112,7 +112,7 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
   return 0;
 }
 
-/** Entry point of `openviking-kimi mcp` (no options: cli/commands.ts has refused any argument). */
+/** Entry point of `openviking-kimi mcp` (no options: the table in cli/mod.ts has refused any argument). */
 export async function mcpCommand(): Promise<number> {
   const stop = new AbortController();
   const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGTERM", "SIGINT", "SIGHUP"];

@@ -10,8 +10,7 @@ import { clientOptions, createClient, type OvFailure } from "../openviking/clien
 import { resolvePeer } from "../openviking/peer.ts";
 import { dirName, isAbsolutePath, joinPath, ledgerDir, orNoHome, processEnv } from "../lib/paths.ts";
 import { commandName, invocationCwd, workspaceDir } from "../lib/self.ts";
-import { ago } from "./status.ts";
-import { preview, WIDTH, wrap } from "../lib/columns.ts";
+import { ago, plural, preview, WIDTH, wrapLines } from "../lib/columns.ts";
 import { oneLine } from "../memory/digest.ts";
 import { recallQuery } from "../memory/prompt.ts";
 import * as inspect from "../memory/inspect.ts";
@@ -29,9 +28,10 @@ export function renderListing(
   now: number,
   search?: string,
 ): string[] {
-  const n = l.memories.length;
   const where = l.roots.length > 1 ? "this project's and yours" : "yours (no project memories here)";
-  const lines = [`${n} memor${n === 1 ? "y" : "ies"}${search ? ` found for "${search}"` : ""}: ${where}`];
+  const lines = [
+    `${plural(l.memories.length, "memory", "memories")}${search ? ` found for "${search}"` : ""}: ${where}`,
+  ];
   const groups = new Map<string, inspect.Listed[]>();
   for (const m of l.memories) groups.set(m.kind, [...groups.get(m.kind) ?? [], m]);
   const when = (m: inspect.Listed) =>
@@ -51,11 +51,8 @@ export function renderListing(
   const templates = (l.templates ?? []).map((u) => `      ${u}`);
   if (templates.length) lines.push("", "templates of the server, not filled in (left out):", ...templates);
   for (const f of l.failures) lines.push("", `could not read ${f.root.uri}: ${f.failure.error.message}`);
-  return wrapped(lines);
+  return wrapLines(lines);
 }
-
-/** Lines wrapped at 80 columns, each continuation indented two more than its line. */
-const wrapped = (lines: string[]) => lines.flatMap((l) => wrap(l, `${/^ */.exec(l)![0]}  `));
 
 /** The lines of one memory in full and where it came from (what cannot be known is said so). */
 export function renderShown(s: inspect.Shown, now: number): string[] {
@@ -85,7 +82,7 @@ export function renderShown(s: inspect.Shown, now: number): string[] {
         "import, the remember tool, another client) or by an older commit",
     );
   }
-  return wrapped(lines);
+  return wrapLines(lines);
 }
 
 /** What failure `f` of a request about `uri` means here: advice.ts's words, no capture-queue fix (pure). */
@@ -140,7 +137,7 @@ export async function memoriesCommand(
 ): Promise<number> {
   const say = (value: unknown, text: string[], code = 0) => {
     if (o.json) console.log(reportJson(value, 2));
-    else (code ? console.error : console.log)(neutralize(wrapped(text).join("\n")));
+    else (code ? console.error : console.log)(neutralize(wrapLines(text).join("\n")));
     return code;
   };
   const stop = (code: number, message: string, fix = "", kind = "usage") =>
@@ -165,7 +162,7 @@ export async function memoriesCommand(
     return stop(2, `${JSON.stringify(uri)} is not a memory's URI (a ….md file under ${under}); ${list}`);
   }
   const client = createClient(clientOptions(config, peer.peerId, { timeoutMs: 10_000 }));
-  const slow = clientOptions(config, peer.peerId, { timeoutMs: 120_000 });
+  const slow = createClient(clientOptions(config, peer.peerId, { timeoutMs: 120_000 })); // a pack's transfer
   const failed = (f: OvFailure, what: string, target: string, after = "") => {
     const a = memoriesAdvice(f, config.baseUrl, target, env);
     if (f.kind !== "missing-route") return stop(1, `${what} failed: ${a.summary}${after}`, a.fix, f.kind);
@@ -200,7 +197,7 @@ export async function memoriesCommand(
     return failed(r, reading ? "reading it" : "delete", uri, reading ? "; nothing was deleted" : "");
   }
   if (action === "export") {
-    const pack = await inspect.exportMemories(createClient(slow));
+    const pack = await inspect.exportMemories(slow);
     if (!(pack instanceof Uint8Array)) return failed(pack, "export", MEMORIES);
     const error = await writeNew(uri, pack);
     if (error) return stop(2, `cannot write ${uri} (${error}); nothing was written over`);
@@ -210,20 +207,18 @@ export async function memoriesCommand(
   if (action === "import") {
     const pack = await readPack(uri);
     if (typeof pack === "string") return stop(2, `${pack}; nothing was imported`);
-    const before = await inspect.exportMemories(createClient(slow));
-    const notImported = "; nothing was imported";
-    const stamp = new Date(now).toISOString().replace(/[:.]/g, "-");
-    const backup = before instanceof Uint8Array
-      ? joinPath(dirName(uri), `memories-before-import-${stamp}.ovpack`)
-      : undefined;
-    if (!(before instanceof Uint8Array) && !inspect.isNotFound(before)) {
-      return failed(before, "export", MEMORIES, notImported);
+    const before = await inspect.exportMemories(slow);
+    const had = before instanceof Uint8Array;
+    if (!had && !inspect.isNotFound(before)) {
+      return failed(before, "export", MEMORIES, "; nothing was imported");
     }
-    const error = backup && await writeNew(backup, before as Uint8Array);
+    const stamp = new Date(now).toISOString().replace(/[:.]/g, "-");
+    const backup = had ? joinPath(dirName(uri), `memories-before-import-${stamp}.ovpack`) : undefined;
+    const error = had && await writeNew(backup!, before);
     if (error) {
       return stop(2, `cannot keep what import would replace in ${backup} (${error}); nothing was imported`);
     }
-    const done = await inspect.importMemories(createClient(slow), pack);
+    const done = await inspect.importMemories(slow, pack);
     if (!done.ok) {
       const untouched = "replacedNothing" in done && done.replacedNothing;
       if (untouched && backup) await Deno.remove(backup).catch(() => undefined);
@@ -249,10 +244,7 @@ export async function memoriesCommand(
     return failed(first.failure, o.search !== undefined ? "search" : "listing", first.root.uri);
   }
   const failures = l.failures.map((f) => ({ uri: f.root.uri, message: f.failure.error.message }));
-  const lines = renderListing({ roots, ...l }, now, o.search);
-  return say(
-    { roots, memories: l.memories, templates: l.templates ?? [], failures },
-    lines,
-    failures.length && !l.memories.length ? 1 : 0,
-  );
+  const value = { roots, memories: l.memories, templates: l.templates ?? [], failures };
+  const code = failures.length && !l.memories.length ? 1 : 0;
+  return say(value, renderListing({ roots, ...l }, now, o.search), code);
 }

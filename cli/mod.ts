@@ -69,14 +69,10 @@ function command<const F extends Flags = Record<never, Flag>>(spec: {
     }
     const { positionals, values } = parsed as { positionals: string[]; values: Record<string, unknown> };
     if (values.help) return { kind: "help" }; // in a group of short flags (-yh)
-    const bad = Object.entries(own).find(([n, f]) =>
-      f.choices && !f.choices.includes(`${values[n] ?? f.choices[0]}`)
-    );
-    if (bad) {
-      return error(
-        `--${bad[0]} must be ${bad[1].choices!.join(" or ")}, not ${JSON.stringify(values[bad[0]])}`,
-      );
-    }
+    const chosen = (n: string, f: Flag) =>
+      values[n] === undefined || (f.choices?.includes(`${values[n]}`) ?? true);
+    const [n, f] = Object.entries(own).find(([n, f]) => !chosen(n, f)) ?? [];
+    if (f) return error(`--${n} must be ${f.choices!.join(" or ")}, not ${JSON.stringify(values[n!])}`);
     const missing = names.find((n, i) => n.startsWith("<") && positionals[i] === undefined);
     if (missing) return error(`missing ${missing}`);
     const stray = positionals[names.length];
@@ -213,24 +209,22 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
   }),
   version: command({
     summary: "Prints the version.",
-    run: () => Promise.resolve(print(VERSION)),
+    run: () => print(VERSION),
   }),
   help: command({
     summary: "Shows this help, or one command's.",
     args: { "[<command>]": "the command to describe" },
     run: (_, [name], env) => {
-      if (name === undefined) return Promise.resolve(print(helpText()));
-      if (Object.hasOwn(COMMANDS, name)) return Promise.resolve(print(commandHelp(name)));
+      if (name === undefined || Object.hasOwn(COMMANDS, name)) {
+        return print(name ? commandHelp(name) : helpText());
+      }
       console.error(usageError("help", `unknown command ${JSON.stringify(name)}`, env));
       return Promise.resolve(2);
     },
   }),
 };
 
-function print(text: string): number {
-  console.log(text);
-  return 0;
-}
+const print = (text: string) => (console.log(text), Promise.resolve(0));
 
 /** The usage lines of command `name` (every positional and flag), starting with `lead`. */
 export function usageLines(name: string, lead = "Usage: "): string[] {

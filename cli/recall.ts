@@ -7,10 +7,10 @@ import { printable, reportJson } from "../lib/neutralize.ts";
 import * as z from "zod/mini";
 import { adviceFor, causeOf, CauseSchema } from "../openviking/advice.ts";
 import { loadConfig } from "../openviking/config.ts";
-import { type Env, orNoHome, processEnv, sharedStateDir } from "../lib/paths.ts";
+import { type Env, orNoHome, sharedStateDir } from "../lib/paths.ts";
 import { isOpen, readBreaker } from "../openviking/breaker.ts";
 import { pausedLine, recallQuery } from "../memory/prompt.ts";
-import { ago } from "./status.ts";
+import { ago, plural } from "../lib/columns.ts";
 import { workspaceDir } from "../lib/self.ts";
 import { resolvePeer } from "../openviking/peer.ts";
 import { scrub } from "../lib/redact.ts";
@@ -35,11 +35,7 @@ export const RecallOutputSchema = z.object({
 type RecallOutput = z.infer<typeof RecallOutputSchema>;
 
 /** What the prompt hook would print for `text` in `cwd` now, as a new session's first prompt; writes nothing. */
-export async function recallPreview(
-  text: string,
-  cwd: string,
-  env: Env = processEnv(),
-): Promise<RecallOutput> {
+export async function recallPreview(text: string, cwd: string, env: Env): Promise<RecallOutput> {
   const { config } = await loadConfig(env, cwd);
   const peer = await resolvePeer(cwd, config);
   const query = recallQuery(text, config.redact);
@@ -90,9 +86,7 @@ export function renderRecall(r: RecallOutput): string {
     ...(paused ? [`${paused}; the hook asks nothing until the server answers its probe`] : []),
     ...(r.skipped ? [`recall skipped: ${r.skipped}`] : []),
     "",
-    `${r.memories.length} memor${r.memories.length === 1 ? "y" : "ies"}${
-      r.skipped || r.failure ? "" : ` via ${r.path}`
-    }` +
+    `${plural(r.memories.length, "memory", "memories")}${r.skipped || r.failure ? "" : ` via ${r.path}`}` +
     (r.peer.id ? ` (peer ${r.peer.id}, from ${r.peer.source})` : ""),
     ...r.memories.map((m) =>
       `  ${m.score !== undefined ? m.score.toFixed(2) : "  – "}  ${m.uri}  (${m.chars} chars)`
@@ -105,10 +99,7 @@ export function renderRecall(r: RecallOutput): string {
  * `openviking-kimi recall`: exit 0; 1 when recall failed or memory is paused (the server did not give it); 2 for
  * no such directory.
  */
-export async function recallCommand(
-  options: { text: string; cwd?: string; json: boolean },
-  env: Env = processEnv(),
-): Promise<number> {
+export async function recallCommand(options: { text: string; cwd?: string; json: boolean }, env: Env) {
   const cwd = await workspaceDir(options.cwd, env);
   if (!cwd) {
     console.error(`openviking-kimi recall: --cwd ${JSON.stringify(options.cwd)} is not a directory.`);

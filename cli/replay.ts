@@ -18,7 +18,7 @@ import {
   setAsideFiles,
   setAsideWords,
 } from "../openviking/queue.ts";
-import { joinPath, pendingDir, processEnv } from "../lib/paths.ts";
+import { type Env, joinPath, pendingDir } from "../lib/paths.ts";
 import { recordReplay } from "../memory/ledger.ts";
 import { commandName } from "../lib/self.ts";
 
@@ -46,10 +46,7 @@ export function renderReplay(r: ReplayReport, left: number, server: string, reje
 }
 
 /** The `replay` command: exit 0 when the queue (or the rejected place) is empty afterwards, 1 when entries remain. */
-export async function replayCommand(
-  options: { json: boolean; rejected: boolean },
-  env = processEnv(),
-): Promise<number> {
+export async function replayCommand(options: { json: boolean; rejected: boolean }, env: Env) {
   const startedAt = Date.now();
   const { config, warnings } = await loadConfig(env);
   for (const w of warnings) console.error(`warning: ${w}`);

@@ -32,7 +32,7 @@ import { scrub } from "../lib/redact.ts";
 import { readState, statePaths, uncommitted } from "../memory/state.ts";
 import { dueAt } from "../memory/idle-commit.ts";
 import { VERSION } from "../lib/version.ts";
-import { wrap } from "../lib/columns.ts";
+import { ago, plural, wrapLines } from "../lib/columns.ts";
 import { commandName, workspaceDir } from "../lib/self.ts";
 import { SESSION_PREFIX } from "../memory/context.ts";
 import { alarmWords, askAlarm, memoriesOf } from "../memory/extraction.ts";
@@ -144,47 +144,34 @@ function placeQueued(s: SessionStatus, tasks: { id: string; at: number }[]) {
   return left;
 }
 
-const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
-
-/** A time as a short age ("4 min ago"). */
-export function ago(at: number, now: number): string {
-  const s = Math.max(0, Math.round((now - at) / 1000));
-  if (s < 60) return `${s} s ago`;
-  if (s < 3600) return `${Math.round(s / 60)} min ago`;
-  return s < 86_400 ? `${Math.round(s / 3600)} h ago` : `${Math.round(s / 86_400)} d ago`;
-}
-
 function commitLine(c: CommitStatus, now: number, url: string): string {
-  const n = c.task?.memories.length ?? 0;
-  const o = c.origin;
+  const { origin: o, task: t } = c;
+  const who = o &&
+    (o.url !== url ? ", not on this server" : ` as another identity (${o.who || "the key's own"})`);
+  const made = plural(t?.memories.length ?? 0, "memory", "memories");
   const task = o
-    ? `made on ${o.url}${
-      o.url !== url ? ", not on this server" : ` as another identity (${o.who || "the key's own"})`
-    }: not asked`
-    : c.task?.status === "expired"
+    ? `made on ${o.url}${who}: not asked`
+    : t?.status === "expired"
     ? "expired (the server keeps finished tasks 24 h, failed ones 7 days)"
-    : c.task?.status === "not-found"
+    : t?.status === "not-found"
     ? "not known to this server (made on another server or identity?)"
-    : c.task
-    ? `${c.task.status}${c.task.error ? `: ${c.task.error}` : ""}${
-      n ? ` → ${plural(n, "memory", "memories")}` : ""
-    }`
+    : t
+    ? `${t.status}${t.error ? `: ${t.error}` : ""}${t.memories.length ? ` → ${made}` : ""}`
     : c.taskId && "task not asked";
+  const queued = c.waiting
+    ? "waits in the queue"
+    : c.replayedAt !== undefined
+    ? `delivered by a replay ${ago(c.replayedAt, now)}`
+    : c.taskId
+    ? "since delivered"
+    : "no longer in the queue";
   const outcome = c.outcome === "rejected"
     ? "refused by OpenViking"
-    : c.outcome !== "queued"
-    ? c.outcome
-    : c.waiting
-    ? "queued, waits in the queue"
-    : c.replayedAt !== undefined
-    ? `queued, delivered by a replay ${ago(c.replayedAt, now)}`
-    : c.taskId
-    ? "queued, since delivered"
-    : "queued, no longer in the queue";
-  const tail = task ? `, ${task}` : ["queued", "rejected"].includes(c.outcome) ? "" : `, ${c.outcome}`;
-  return `    commit ${ago(c.at, now)}: ${outcome}${
-    c.taskId ? ` (task ${c.taskId.slice(0, 8)})` : ""
-  }${tail}`;
+    : c.outcome === "queued"
+    ? `queued, ${queued}`
+    : c.outcome;
+  const id = c.taskId ? ` (task ${c.taskId.slice(0, 8)})` : "";
+  return `    commit ${ago(c.at, now)}: ${outcome}${id}${task ? `, ${task}` : ""}`;
 }
 
 /** What a session's commits cost: how many, messages each, and the server's newest token total, if any. */
@@ -213,14 +200,11 @@ function sessionLines(s: SessionStatus, now: number, url: string): string[] {
     (c.rejected ? `, ${c.rejected} refused` : ""),
     ...[commitCost(s) ?? []].flat(),
   ];
-  if (u) {
-    lines.push(
-      `    ${u.messages} message(s) wait for a commit: ` +
-        (u.dueAt > now
-          ? `due in ${ago(now, u.dueAt).slice(0, -4)} (idle since the last capture), or at the session's end`
-          : `due ${ago(u.dueAt, now)}; the next Kimi session start commits them`),
-    );
-  }
+  const due = u &&
+    (u.dueAt > now
+      ? `due in ${ago(now, u.dueAt).slice(0, -4)} (idle since the last capture), or at the session's end`
+      : `due ${ago(u.dueAt, now)}; the next Kimi session start commits them`);
+  if (u) lines.push(`    ${u.messages} message(s) wait for a commit: ${due}`);
   for (const commit of s.commits.slice(-SHOWN_COMMITS)) {
     const made = (commit.task?.memories ?? []).slice(0, 3).map((u) => `      + ${u}`);
     lines.push(commitLine(commit, now, url), ...made);
@@ -274,8 +258,7 @@ export function renderStatus(st: Status, now: number): string {
   }
   const why = !c.reachable ? "server unavailable" : c.authenticated === false ? "key refused" : "no answer";
   if (st.notAsked.length) lines.push("", `Not asked (${why}): ${st.notAsked.join(", ")}`);
-  const indent = (l: string) => " ".repeat(Math.min(12, l.length - l.trimStart().length + 2));
-  return lines.flatMap((l) => wrap(l, indent(l))).join("\n");
+  return wrapLines(lines).join("\n");
 }
 
 /**
@@ -291,7 +274,7 @@ async function connection(client: OpenVikingClient, config: Config, cwd: string)
   const data = me.ok && config.apiKey ? await askDataAccess(client) : me;
   const accepted = health.ok && (data.ok || (data.kind !== "auth" && me.ok));
   const a = !accepted && !data.ok ? adviceFor(data, config.baseUrl) : undefined;
-  const conn: Status["connection"] = {
+  return {
     url: config.baseUrl,
     reachable: health.ok,
     authenticated: accepted || (health.ok && !data.ok && data.kind === "auth" ? false : null),
@@ -300,8 +283,7 @@ async function connection(client: OpenVikingClient, config: Config, cwd: string)
     peer: { id: peer.peerId, source: peer.source },
     ...(health.ok && health.result.version !== undefined ? { serverVersion: health.result.version } : {}),
     ...(a && !data.ok ? { problem: { kind: data.kind, message: a.summary, fix: a.fix } } : {}),
-  };
-  return conn;
+  } satisfies Status["connection"];
 }
 
 /**
@@ -411,6 +393,8 @@ export async function collectStatus(env: paths.Env, cwd: string, choice: Session
   const here = queues.destinationOf(config);
   const elsewhere = queues.elsewhereOf(queue.sessions, here);
   const x = alarm && alarmWords(alarm);
+  const extraction = alarm && x &&
+    { commits: alarm.commits, failed: alarm.failed, kind: x.kind, message: x.summary, fix: x.fix };
   const status: Status = {
     version: VERSION,
     connection: conn,
@@ -431,17 +415,7 @@ export async function collectStatus(env: paths.Env, cwd: string, choice: Session
       fix: rejectedFix(env, places.rejectedDir),
     },
     notAsked,
-    ...(alarm && x
-      ? {
-        extraction: {
-          commits: alarm.commits,
-          failed: alarm.failed,
-          kind: x.kind,
-          message: x.summary,
-          fix: x.fix,
-        },
-      }
-      : {}),
+    ...(extraction ? { extraction } : {}),
     ...(places.paused ? { paused: places.paused } : {}),
   };
   return scrub(status, [config.apiKey]) as Status;
@@ -464,19 +438,13 @@ async function knownSession(env: paths.Env, id: string): Promise<boolean> {
  * `openviking-kimi status [--session ID | --all] [--cwd DIR] [--json]`: exit 0; 1 for a session nothing is
  * known of; 2 for both --session and --all, or a --cwd that is not a directory.
  */
-export async function statusCommand(
-  o: SessionChoice & { cwd?: string; json: boolean },
-  env = paths.processEnv(),
-): Promise<number> {
+export async function statusCommand(o: SessionChoice & { cwd?: string; json: boolean }, env: paths.Env) {
   const fail = (code: number, message: string) => (console.error(`openviking-kimi status: ${message}`), code);
   const both = "--session and --all exclude each other; give one of them.";
   if (o.session !== undefined && o.all) return fail(2, both);
   if (o.session !== undefined && !(await knownSession(env, o.session))) {
-    return fail(
-      1,
-      `no ledger or state exists for session ${JSON.stringify(o.session)}. ` +
-        `\`${commandName(env)} status --all\` lists the sessions the ledger knows.`,
-    );
+    const all = `\`${commandName(env)} status --all\` lists the sessions the ledger knows.`;
+    return fail(1, `no ledger or state exists for session ${JSON.stringify(o.session)}. ${all}`);
   }
   const cwd = await workspaceDir(o.cwd, env);
   if (!cwd) return fail(2, `--cwd ${JSON.stringify(o.cwd)} is not a directory.`);

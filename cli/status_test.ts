@@ -107,3 +107,10 @@ Deno.test("status text: what a session's commits cost, with the server's token c
   s.commits = [];
   assertEquals(commitCost(s), undefined, "nothing committed: no cost line");
 });
+
+Deno.test("status text: a commit with no task says its outcome once", () => {
+  const status = statusWith([MID]);
+  status.sessions[0].commits = [{ at: NOW, outcome: "failed" }, { at: NOW, outcome: "committed" }];
+  const commits = renderStatus(status, NOW).split("\n").filter((l) => l.startsWith("    commit "));
+  assertEquals(commits, ["    commit 0 s ago: failed", "    commit 0 s ago: committed"]);
+});

@@ -5,8 +5,8 @@
 
 import { loadConfig } from "../openviking/config.ts";
 import { terminalJson } from "../lib/neutralize.ts";
-import { preview, textColumns } from "../lib/columns.ts";
-import { kimiHome, processEnv } from "../lib/paths.ts";
+import { preview, textColumns, WIDTH } from "../lib/columns.ts";
+import { type Env, kimiHome } from "../lib/paths.ts";
 import { locateJournal } from "../kimi/journal/locate.ts";
 import { planCapture } from "../kimi/journal/plan.ts";
 import { scanJournal } from "../kimi/journal/turns.ts";
@@ -27,13 +27,13 @@ export async function messagesOf(
 /** A turn id longer than this is cut in the readable form. */
 const TURN_COLUMN_MAX = 8;
 
-/** The readable form of `turns`: a header, one line per message in `width` columns, and a count. */
-export function renderTurns(messages: readonly TurnMessage[], width = 80): string[] {
+/** The readable form of `turns`: a header, one line per message in 80 columns, and a count. */
+export function renderTurns(messages: readonly TurnMessage[]): string[] {
   if (messages.length === 0) return ["Nothing to send: the journal has no closed turn with text."];
   const ids = messages.map((m) => preview(m.turn_id, TURN_COLUMN_MAX));
   const turnWidth = Math.max(4, ...ids.map(textColumns));
   const roleWidth = "assistant".length;
-  const textWidth = width - turnWidth - roleWidth - 4;
+  const textWidth = WIDTH - turnWidth - roleWidth - 4;
   const row = (turn: string, role: string, text: string) =>
     `${turn}${" ".repeat(turnWidth - textColumns(turn))}  ${role.padEnd(roleWidth)}  ${text}`.trimEnd();
   const turns = new Set(messages.map((m) => m.turn_id)).size;
@@ -45,7 +45,7 @@ export function renderTurns(messages: readonly TurnMessage[], width = 80): strin
 }
 
 /** The `turns` command: prints the messages of session `id` (`json`: in full); 1 when it has no journal. */
-export async function turnsCommand(id: string, json: boolean, env = processEnv()): Promise<number> {
+export async function turnsCommand(id: string, json: boolean, env: Env): Promise<number> {
   const found = await locateJournal(kimiHome(env), id);
   if (!found.ok) {
     console.error(

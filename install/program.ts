@@ -191,7 +191,7 @@ export function hooksRun(command: string): Note {
 /** The entry points bundled, and the file each becomes. */
 const ENTRIES: readonly { source: string; out: string }[] = [
   { source: "main.ts", out: COPY_FILES.main },
-  { source: "cli/hook-main.ts", out: COPY_FILES.hook },
+  { source: "cli/hook.ts", out: COPY_FILES.hook },
 ];
 
 /** A built program copy: its id and its files (not yet placed anywhere). */

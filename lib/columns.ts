@@ -1,6 +1,7 @@
 /**
  * Text in terminal columns: how many a text takes (combining marks and zero-width joiners none; East Asian
- * wide and fullwidth characters and emoji two; everything else one), a one-line preview, a wrapped line.
+ * wide and fullwidth characters and emoji two; everything else one), a one-line preview, a wrapped line; the
+ * reports' short age and counted words.
  *
  * @example textColumns("ab漢字") // 6
  */
@@ -61,4 +62,19 @@ export function wrap(line: string, indent: string, width = WIDTH): string[] {
   }
   out.push(current.trimEnd());
   return out;
+}
+
+/** `lines` wrapped, each continuation indented two more than its line. */
+export const wrapLines = (lines: readonly string[]): string[] =>
+  lines.flatMap((l) => wrap(l, `${/^ */.exec(l)![0]}  `));
+
+/** `n` and the word for that many: `plural(1, "memory", "memories")` is "1 memory". */
+export const plural = (n: number, one: string, many: string): string => `${n} ${n === 1 ? one : many}`;
+
+/** A time as a short age ("4 min ago"). */
+export function ago(at: number, now: number): string {
+  const s = Math.max(0, Math.round((now - at) / 1000));
+  if (s < 60) return `${s} s ago`;
+  if (s < 3600) return `${Math.round(s / 60)} min ago`;
+  return s < 86_400 ? `${Math.round(s / 3600)} h ago` : `${Math.round(s / 86_400)} d ago`;
 }
