@@ -12,7 +12,6 @@ import {
   QUEUE_SUBDIR,
   queueSummary,
   REJECTED_SUBDIR,
-  replayOptions,
   replayQueue,
   type ReplayReport,
   setAsideFiles,
@@ -55,12 +54,13 @@ export async function replayCommand(
   for (const w of warnings) console.error(`warning: ${w}`);
   const dir = pendingDir(env);
   const client = createClient(clientOptions(config));
-  const bounds = replayOptions(config, {
+  const report = await replayQueue(dir, client, {
     limit: Number.MAX_SAFE_INTEGER,
     budget: new Budget(Math.max(config.replayBudgetMs, 60_000)),
+    ttlDays: config.pendingTtlDays,
     waitUnsure: true,
+    rejected: options.rejected,
   });
-  const report = await replayQueue(dir, client, { ...bounds, rejected: options.rejected });
   const left = (await queueSummary(dir, options.rejected ? REJECTED_SUBDIR : QUEUE_SUBDIR)).entries;
   const place = options.rejected ? joinPath(dir, REJECTED_SUBDIR) : dir;
   const cause = report.cause ? causeOf(report.cause) : undefined;

@@ -656,23 +656,20 @@ export async function heldMessages(
   return heldIn(live.result);
 }
 
-/** A replay's budget, its most queue entries, its one session; `waitUnsure`: wait in the budget for an unsure entry. */
-type ReplayBounds = { budget: Budget; limit?: number; sessionId?: string; waitUnsure?: boolean };
-
-/** Limits of one replay; `rejected`: replay the rejected place (no age limit). */
-export type ReplayOptions = ReplayBounds & {
-  limit: number;
-  ttlDays: number;
-  now?: number;
-  rejected?: boolean;
-};
-
-/** The bounds of a replay from the config and `run`: 50 queue entries unless `run` says otherwise. */
-export const replayOptions = (config: { pendingTtlDays: number }, run: ReplayBounds): ReplayOptions => ({
-  ...run,
-  limit: run.limit ?? 50,
-  ttlDays: config.pendingTtlDays,
-});
+/**
+ * Limits of one replay: its budget, its most queue entries (50 unless given), its one session, the age past
+ * which an entry is set aside; `waitUnsure`: wait in the budget for an unsure entry; `rejected`: replay the
+ * rejected place (no age limit).
+ */
+export type ReplayOptions =
+  & { budget: Budget; ttlDays: number }
+  & Partial<{
+    limit: number;
+    sessionId: string;
+    waitUnsure: boolean;
+    now: number;
+    rejected: boolean;
+  }>;
 
 /**
  * What a replay did: entries `replayed`, `expired` or `deferred`; messages sent, `held` already, `rejected`;
@@ -746,7 +743,7 @@ async function replayEntry(run: ReplayRun, claimPath: string, entry: QueueEntry)
  */
 async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"next" | "stop" | Destination> {
   const { options, report, now } = run;
-  if (run.sent >= options.limit || options.budget.remaining() < 100) {
+  if (run.sent >= (options.limit ?? 50) || options.budget.remaining() < 100) {
     run.stopAll = true;
     return "stop";
   }
