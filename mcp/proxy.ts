@@ -12,7 +12,7 @@ import type { Logger } from "../lib/log.ts";
 import { isRecord } from "../lib/parsed.ts";
 import { withoutUserinfo } from "../lib/redact.ts";
 import { VERSION } from "../lib/version.ts";
-import { buildHeaders, clientOptions, readBody, readPrefix, serverMessageOf } from "../openviking/client.ts";
+import { buildHeaders, clientOptions, readBody, serverMessageOf } from "../openviking/client.ts";
 import { type Config, keyFor } from "../openviking/config.ts";
 import { BUILTIN_TOOLS, offeredTools } from "../memory/tools.ts";
 import { type Failure, failureError } from "./errors.ts";
@@ -247,8 +247,9 @@ export class Proxy {
     const { status, statusText } = response;
     if (entry) entry.status = status;
     if (!response.ok) {
-      const said = await readPrefix(response, ERROR_BODY_BYTES, timing.bodyIdleMs, init.signal ?? undefined);
-      const failure = this.refusal(response, said);
+      const [idleMs, signal] = [timing.bodyIdleMs, init.signal ?? undefined];
+      const { bytes } = await readBody(response, { maxBytes: ERROR_BODY_BYTES, idleMs, signal });
+      const failure = this.refusal(response, new TextDecoder().decode(bytes.subarray(0, ERROR_BODY_BYTES)));
       if (status < 300 || status >= 400) throw refuse(entry, failure);
       // A redirect the transport follows within the origin; the failure stands if it does not.
       if (entry) entry.failure = failure;

@@ -190,10 +190,10 @@ type BodyStop =
   | { kind: "stalled"; ms: number }
   | { kind: "cut"; cause: unknown };
 
-/** A body read within `maxBytes`, `idleMs` and `signal`; at a bound it cancels and says why. Never throws. */
+/** A body read within `maxBytes`, `idleMs` and `signal`; a bound cancels it, keeps what came, says why. */
 export async function readBody(
   response: Response,
-  limits: { maxBytes: number; idleMs?: number; signal?: AbortSignal; prefix?: boolean },
+  limits: { maxBytes: number; idleMs?: number; signal?: AbortSignal },
 ): Promise<{ bytes: Uint8Array; stop?: BodyStop }> {
   const { maxBytes, idleMs = Infinity, signal } = limits;
   const reader = response.body?.getReader();
@@ -215,12 +215,9 @@ export async function readBody(
       const got = await reader.read().catch((cause: unknown) => end({ kind: "cut", cause }));
       if (timer) clearTimeout(timer);
       if (!got || got.done || stop) break;
-      const room = maxBytes - size;
       size += got.value.length;
       chunks.push(got.value.byteLength < got.value.buffer.byteLength ? got.value.slice() : got.value);
-      if (size >= maxBytes && limits.prefix) chunks.push(chunks.pop()!.subarray(0, room));
-      if (size > maxBytes && !limits.prefix) stop = { kind: "too-large", limitBytes: maxBytes };
-      if (size >= maxBytes && (stop || limits.prefix)) break;
+      if (size > maxBytes) stop = { kind: "too-large", limitBytes: maxBytes };
     }
   } finally {
     signal?.removeEventListener("abort", onAbort);
@@ -228,14 +225,6 @@ export async function readBody(
   }
   return { bytes: concatBytes(chunks), ...(stop ? { stop } : {}) };
 }
-
-/** The text of the first `maxBytes` of a body. Never throws. */
-export const readPrefix = async (
-  response: Response,
-  maxBytes: number,
-  idleMs: number,
-  signal?: AbortSignal,
-) => new TextDecoder().decode((await readBody(response, { maxBytes, idleMs, signal, prefix: true })).bytes);
 
 /** Where and as whom a client asks: the server, the identity headers (`peerId` "" = none), timeout, fetch. */
 export interface ClientOptions extends Partial<Pick<Config, "apiKey" | "account" | "user" | "peerId">> {
