@@ -56,10 +56,6 @@ export interface ConfigSources {
 }
 
 const str = (v: unknown): string => (typeof v === "string" ? v.trim() : "");
-const first = (...values: unknown[]): string => {
-  for (const v of values) if (str(v)) return str(v);
-  return "";
-};
 
 /** `OPENVIKING_CREDENTIAL_SOURCE`'s values (`environment`: the last version's spelling of `env`). */
 const CREDENTIAL_MODES = new Map<string, CredentialMode>(
@@ -164,7 +160,7 @@ function resolveCredentials(sources: ConfigSources, warnings: string[]): Credent
   const port = typeof server.port === "number" || str(server.port) ? String(server.port) : "1933";
   const ovUrl = str(server.url) ||
     (server.host === undefined && server.port === undefined ? "" : `http://${host}:${port}`);
-  const envUrl = first(env.OPENVIKING_URL, env.OPENVIKING_BASE_URL);
+  const envUrl = str(env.OPENVIKING_URL) || str(env.OPENVIKING_BASE_URL);
   const ids = "OPENVIKING_API_KEY OPENVIKING_ACCOUNT OPENVIKING_USER OPENVIKING_PEER_ID";
   const fromEnv = layer("env", "env OPENVIKING_API_KEY", "", { ...env, url: envUrl }, `url ${ids}`);
   const cliOrigin = fileOrigin(str(cli.url) || ovUrl);
@@ -360,11 +356,9 @@ export function resolveSettings(
     peerSourceAlias(asRecord(w.value)),
   ]);
   warnings.push(...removedWarnings({}, [userLayers[0], ...workspace]));
+  const none = sources.env.OPENVIKING_PEER_SOURCE?.trim().toLowerCase() === "none";
   const envOf = (name: string) =>
-    name === KNOBS.workspacePeer.env && !sources.env[name]?.trim() &&
-      sources.env.OPENVIKING_PEER_SOURCE?.trim().toLowerCase() === "none"
-      ? "false"
-      : sources.env[name];
+    name === KNOBS.workspacePeer.env && none && !sources.env[name]?.trim() ? "false" : sources.env[name];
   const settings: JsonRecord = {};
   for (const [name, k] of Object.entries(KNOBS) as [string, ReturnType<typeof knob<unknown>>][]) {
     const env = envOf(k.env)?.trim() ? { value: envOf(k.env), where: k.env } : undefined;
@@ -487,19 +481,10 @@ function readWorkspace(cwd: string | undefined, warnings: string[]): ConfigSourc
 export function loadConfig(env: Env, cwd?: string): Promise<Resolved> {
   return settled(() => {
     const warnings: string[] = ignoredOverrides(env).map((o) => `${o} is not an absolute path; ignored`);
-    const noHome = noHomeReason(env);
-    const paths = credentialFilePaths(env);
-    const ovcli = readJsonFile(paths.cli, warnings);
-    const ovconf = readJsonFile(paths.ov, warnings);
-    const workspace = noHome ? [] : readWorkspace(cwd, warnings);
-    const resolved = resolveConfig({
-      env,
-      ovcli,
-      cliConfigPath: paths.cli,
-      ovconf,
-      ovConfigPath: paths.ov,
-      workspace,
-    });
+    const { cli: cliConfigPath, ov: ovConfigPath } = credentialFilePaths(env);
+    const [ovcli, ovconf] = [readJsonFile(cliConfigPath, warnings), readJsonFile(ovConfigPath, warnings)];
+    const workspace = noHomeReason(env) ? [] : readWorkspace(cwd, warnings);
+    const resolved = resolveConfig({ env, ovcli, cliConfigPath, ovconf, ovConfigPath, workspace });
     return { config: resolved.config, warnings: [...warnings, ...resolved.warnings] };
   });
 }
