@@ -6,7 +6,7 @@
 import { neutralize, reportJson } from "../lib/neutralize.ts";
 import { type Advice, adviceFor, isRootKeyRefusal } from "../openviking/advice.ts";
 import { loadConfig } from "../openviking/config.ts";
-import { clientOptions, createClient, type OvFailure } from "../openviking/client.ts";
+import { createClient, type OvFailure } from "../openviking/client.ts";
 import { resolvePeer } from "../openviking/peer.ts";
 import { dirName, isAbsolutePath, joinPath, ledgerDir, orNoHome, processEnv } from "../lib/paths.ts";
 import { commandName, invocationCwd, workspaceDir } from "../lib/self.ts";
@@ -164,8 +164,8 @@ export async function memoriesCommand(
     const under = inspect.rootNames(peer.peerId).join(" or ");
     return stop(2, `${JSON.stringify(uri)} is not a memory's URI (a ….md file under ${under}); ${list}`);
   }
-  const client = createClient(clientOptions(config, peer.peerId, { timeoutMs: 10_000 }));
-  const slow = clientOptions(config, peer.peerId, { timeoutMs: 120_000 });
+  const client = createClient(config, peer.peerId, { timeoutMs: 10_000 });
+  const slow = createClient(config, peer.peerId, { timeoutMs: 120_000 });
   const failed = (f: OvFailure, what: string, target: string, after = "") => {
     const a = memoriesAdvice(f, config.baseUrl, target, env);
     if (f.kind !== "missing-route") return stop(1, `${what} failed: ${a.summary}${after}`, a.fix, f.kind);
@@ -200,7 +200,7 @@ export async function memoriesCommand(
     return failed(r, reading ? "reading it" : "delete", uri, reading ? "; nothing was deleted" : "");
   }
   if (action === "export") {
-    const pack = await inspect.exportMemories(createClient(slow));
+    const pack = await inspect.exportMemories(slow);
     if (!(pack instanceof Uint8Array)) return failed(pack, "export", MEMORIES);
     const error = await writeNew(uri, pack);
     if (error) return stop(2, `cannot write ${uri} (${error}); nothing was written over`);
@@ -210,7 +210,7 @@ export async function memoriesCommand(
   if (action === "import") {
     const pack = await readPack(uri);
     if (typeof pack === "string") return stop(2, `${pack}; nothing was imported`);
-    const before = await inspect.exportMemories(createClient(slow));
+    const before = await inspect.exportMemories(slow);
     const notImported = "; nothing was imported";
     const stamp = new Date(now).toISOString().replace(/[:.]/g, "-");
     const backup = before instanceof Uint8Array
@@ -223,7 +223,7 @@ export async function memoriesCommand(
     if (error) {
       return stop(2, `cannot keep what import would replace in ${backup} (${error}); nothing was imported`);
     }
-    const done = await inspect.importMemories(createClient(slow), pack);
+    const done = await inspect.importMemories(slow, pack);
     if (!done.ok) {
       const untouched = "replacedNothing" in done && done.replacedNothing;
       if (untouched && backup) await Deno.remove(backup).catch(() => undefined);

@@ -6,7 +6,7 @@
 import { adviceFor, causeOf } from "../openviking/advice.ts";
 import { reportJson } from "../lib/neutralize.ts";
 import { loadConfig } from "../openviking/config.ts";
-import { Budget, clientOptions, createClient } from "../openviking/client.ts";
+import { Budget, createClient } from "../openviking/client.ts";
 import {
   elsewhereWords,
   QUEUE_SUBDIR,
@@ -53,7 +53,7 @@ export async function replayCommand(
   const { config, warnings } = await loadConfig(env);
   for (const w of warnings) console.error(`warning: ${w}`);
   const dir = pendingDir(env);
-  const client = createClient(clientOptions(config));
+  const client = createClient(config);
   const report = await replayQueue(dir, client, {
     limit: Number.MAX_SAFE_INTEGER,
     budget: new Budget(Math.max(config.replayBudgetMs, 60_000)),

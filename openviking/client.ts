@@ -234,16 +234,6 @@ export interface ClientOptions extends Partial<Pick<Config, "apiKey" | "account"
   fetch?: typeof fetch;
 }
 
-/** The client options of `config` with `peerId` as the actor peer, and overrides. */
-export function clientOptions(
-  config: Pick<Config, "baseUrl" | "apiKey" | "account" | "user" | "userAgent" | "timeoutMs">,
-  peerId = "",
-  overrides: Pick<Partial<ClientOptions>, "timeoutMs" | "fetch"> = {},
-): ClientOptions {
-  const { baseUrl, apiKey, account, user, userAgent, timeoutMs } = config;
-  return { baseUrl, apiKey, account, user, peerId, userAgent, timeoutMs, ...overrides };
-}
-
 /** The schema of a result nobody reads (writes). */
 export const AnyResult: z.ZodMiniUnknown = z.unknown();
 
@@ -337,7 +327,14 @@ async function exchange<S extends z.ZodMiniType>(
   return reply.ok ? checkResult(reply, limits.schema, `${origin} ${limits.what}`) : reply;
 }
 
-export function createClient(options: ClientOptions): OpenVikingClient {
+/** A client of the server `config` names, as its identity, with `peerId` as the actor peer, and overrides. */
+export function createClient(
+  config: Pick<ClientOptions, "baseUrl" | "apiKey" | "account" | "user" | "userAgent" | "timeoutMs">,
+  peerId = "",
+  overrides: Pick<Partial<ClientOptions>, "timeoutMs" | "fetch"> = {},
+): OpenVikingClient {
+  const { baseUrl, apiKey, account, user, userAgent, timeoutMs } = config;
+  const options = { baseUrl, apiKey, account, user, peerId, userAgent, timeoutMs, ...overrides };
   const doFetch = options.fetch ?? fetch;
   const base = options.baseUrl.replace(/\/+$/, "");
   const secrets = options.apiKey ? [options.apiKey] : [];

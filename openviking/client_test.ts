@@ -168,7 +168,10 @@ Deno.test("client: headers, envelope, never the key in an error; /health is aske
   await using fake = await FakeOpenViking.start({ apiKey: "sekrit-key-123" });
   const identity = { apiKey: "sekrit-key-123", account: "acct", user: "alice", peerId: "github.com-x-y" };
   const userAgent = "openviking-memory-kimicode/0.1.0";
-  const client = createClient({ baseUrl: `${fake.url}/`, ...identity, userAgent, timeoutMs: 2000 });
+  const client = createClient(
+    { baseUrl: `${fake.url}/`, ...identity, userAgent, timeoutMs: 2000 },
+    identity.peerId,
+  );
   const ok = await client.request("GET", "/api/v1/system/status", AnyResult);
   assertEquals(ok, { ok: true, status: 200, result: { initialized: true, user: "default" } });
   const h = fake.requests[0].headers;
