@@ -30,20 +30,7 @@ type CredentialMode = "env" | "cli" | "auto";
  * `credentialSource`: "env", "ovcli.conf", "ov.conf" or "default"; `apiKeySource`: where the key came from
  * ("none"); `apiKeyOrigin`: the origin a file's key was saved for ("" = any): {@link keyFor} sends it there only.
  */
-export type Credentials = Record<
-  | "baseUrl"
-  | "mcpUrl"
-  | "apiKey"
-  | "account"
-  | "user"
-  | "peerId"
-  | "credentialSource"
-  | "apiKeySource"
-  | "apiKeyOrigin"
-  | "cliConfigPath"
-  | "ovConfigPath",
-  string
->;
+type Credentials = ReturnType<typeof resolveCredentials>;
 
 /** Raw inputs to resolution: parsed files, workspace files nearest first. */
 export interface ConfigSources {
@@ -132,17 +119,15 @@ function fileOrigin(url: string): string {
   return u?.protocol === "http:" || u?.protocol === "https:" ? u.origin : originOf(DEFAULT_BASE_URL);
 }
 
-/** One source of connection and identity; `origin`: where its key may go ("" = anywhere). */
-type Layer = Record<
-  "source" | "keySource" | "origin" | "url" | "key" | "account" | "user" | "peerId",
-  string
->;
-
-/** A layer from `record`'s values at `keys`: URL, key, account, user, peer id. */
-function layer(source: string, keySource: string, origin: string, record: JsonRecord, keys: string): Layer {
+/**
+ * One source of connection and identity: `record`'s values at `keys` (URL, key, account, user, peer id);
+ * `origin`: where its key may go ("" = anywhere).
+ */
+function layer(source: string, keySource: string, origin: string, record: JsonRecord, keys: string) {
   const [url, key, account, user, peerId] = keys.split(" ").map((k) => str(record[k]));
   return { source, keySource, origin, url, key, account, user, peerId };
 }
+type Layer = ReturnType<typeof layer>;
 
 /**
  * Resolves connection and identity as OpenViking's shared plugin runtime does: the URL from env, ovcli.conf,
@@ -150,7 +135,7 @@ function layer(source: string, keySource: string, origin: string, record: JsonRe
  * alone in `ovcli` mode (or `auto` with nothing in env and something in ovcli.conf). A file's key is never
  * sent to another origin than the file's.
  */
-function resolveCredentials(sources: ConfigSources, warnings: string[]): Credentials {
+function resolveCredentials(sources: ConfigSources, warnings: string[]) {
   const { env } = sources;
   const mode = credentialMode(env, warnings);
   const cli = asRecord(sources.ovcli);
