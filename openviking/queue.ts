@@ -109,13 +109,10 @@ export type QueueEntry = z.infer<typeof QueueEntrySchema>;
 const RejectionSchema = z.object({ at: z.number(), status: z.number(), message: z.string() });
 type Refusal = Omit<z.infer<typeof RejectionSchema>, "at">;
 
-/** A write to send or keep: a queue entry's body, its session, when it was made (none: now), where it goes. */
-type Write =
-  & { sessionId: string; createdAt?: number; to?: Destination; unsure?: number | true }
-  & ({ kind: "messages"; messages: { key: string; payload: MessagePayload }[] } | {
-    kind: "commit";
-    key: string;
-  });
+/** A write to send or keep: a queue entry without its place in the queue, made at `createdAt` (none: now). */
+type Unqueued<E> = E extends QueueEntry ? Omit<E, "version" | "seq" | "createdAt"> & { createdAt?: number }
+  : never;
+type Write = Unqueued<QueueEntry>;
 
 /** `<seq>-<tag>.json`, or `<seq>-<tag>.<pid>.claim` when claimed by replay `pid`. */
 const QUEUE_FILE = /^(\d{10})-(m\d+|c)(?:\.json|\.(\d+)\.claim)$/;
