@@ -325,7 +325,7 @@ async function replayBacklog(run: Run): Promise<{ backlog: boolean; queue?: Sess
 function noteSent(report: CaptureReport, sent: SendReport): void {
   report.sent += sent.sent;
   report.queued += sent.queued;
-  report.rejected += sent.rejected;
+  report.rejected += sent.rejections.length;
   report.acked += sent.acked;
   if (sent.pendingTokens !== undefined) report.pendingTokens = sent.pendingTokens;
   if (sent.cause && !report.cause) report.cause = causeOf(sent.cause);

@@ -508,7 +508,6 @@ async function deliver(
 export interface SendReport extends Omit<Delivery, "settled" | "stop" | "taskId"> {
   acked: number;
   queued: number;
-  rejected: number;
   cause?: OvFailure;
   stoppedBy?: { code: string; message: string };
 }
@@ -534,7 +533,7 @@ export async function sendMessages(
     onAcked?: (acked: number) => Promise<void>;
   },
 ): Promise<SendReport> {
-  const report: SendReport = { acked: 0, sent: 0, queued: 0, rejected: 0, rejections: [] };
+  const report: SendReport = { acked: 0, sent: 0, queued: 0, rejections: [] };
   try {
     const messages = await Promise.all(
       payloads.map(async (p) => ({ key: await messageKey(sid, p), payload: p })),
@@ -549,7 +548,7 @@ export async function sendMessages(
           await options.onAcked?.(settled);
         },
       });
-    Object.assign(report, { ...d, acked: from, rejected: d.rejections.length, cause });
+    Object.assign(report, { ...d, acked: from, cause });
     if ((options.queueOnly || cause) && from < payloads.length) {
       const unsure = cause && unsureFrom(cause, client.options.timeoutMs);
       await options.beforeRequest?.(from, payloads.length, unsure ?? Date.now());
