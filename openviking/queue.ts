@@ -416,7 +416,6 @@ export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): P
   return out;
 }
 
-/** The API path of a session. */
 const sessionPath = (sid: string): string => `/api/v1/sessions/${encodeURIComponent(sid)}`;
 
 /**
