@@ -36,11 +36,7 @@ export const FAILURE_KINDS = [
 ] as const;
 
 /** An error as the server (or the transport) reported it. */
-interface OvError {
-  code?: string;
-  message: string;
-  details?: unknown;
-}
+type OvError = { code?: string; message: string; details?: unknown };
 
 type OvSuccess<T> = { ok: true; status: number; result: T };
 

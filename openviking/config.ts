@@ -241,10 +241,7 @@ const pathKnob: Parser<string> = (raw) =>
   typeof raw !== "string" ? refuse("expected string") : raw || refuse("needs at least 1 character");
 
 /** What a workspace file may do with a knob, against the user's value; `may` words it ("" = nothing). */
-interface WorkspaceRule {
-  allows: (asked: unknown, user: unknown) => boolean;
-  may: string;
-}
+type WorkspaceRule = { allows: (asked: unknown, user: unknown) => boolean; may: string };
 
 const NEVER: WorkspaceRule = { allows: () => false, may: "" };
 const LOWER: WorkspaceRule = { allows: (asked, user) => Number(asked) <= Number(user), may: "lower it" };

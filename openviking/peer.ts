@@ -9,10 +9,7 @@ import type { Config } from "./config.ts";
 export const PEER_ID_PATTERN = /^[A-Za-z0-9_.@-]+$/;
 
 /** A resolved peer id ("" = none) and its source. */
-export interface Peer {
-  peerId: string;
-  source: "explicit" | "git-remote" | "git-root" | "cwd" | "none";
-}
+export type Peer = { peerId: string; source: "explicit" | "git-remote" | "git-root" | "cwd" | "none" };
 
 /** Whether the server accepts an id: the pattern, at most one `@`, not `.` or `..`. */
 export function isValidPeerId(id: string): boolean {

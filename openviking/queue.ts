@@ -479,11 +479,8 @@ async function deliver(
       : serial
       ? ["/messages", payloads[from]]
       : ["/messages/batch", { messages: payloads.slice(from, end) }];
-    const res = await client.request("POST", `${sessionPath(w.sessionId)}${path}`, AnyResult, {
-      body,
-      budget,
-      peerId: null,
-    });
+    const options = { body, budget, peerId: null };
+    const res = await client.request("POST", `${sessionPath(w.sessionId)}${path}`, AnyResult, options);
     if (res.ok) {
       const { pending_tokens: n, task_id: id } = asRecord(res.result); // n: the session's uncommitted tokens
       const tokens = typeof n === "number" && Number.isFinite(n) && n >= 0 ? n : undefined;
@@ -658,13 +655,7 @@ export async function heldMessages(
  */
 export type ReplayOptions =
   & { budget: Budget; ttlDays: number }
-  & Partial<{
-    limit: number;
-    sessionId: string;
-    waitUnsure: boolean;
-    now: number;
-    rejected: boolean;
-  }>;
+  & Partial<{ limit: number; sessionId: string; waitUnsure: boolean; now: number; rejected: boolean }>;
 
 /**
  * What a replay did: entries `replayed`, `expired` or `deferred`; messages sent, `held` already, `rejected`;
