@@ -41,13 +41,7 @@ type OvError = { code?: string; message: string; details?: unknown };
 type OvSuccess<T> = { ok: true; status: number; result: T };
 
 /** A failed call; `status` 0: no HTTP answer; `location`: a redirect's target. */
-export interface OvFailure {
-  ok: false;
-  status: number;
-  kind: FailureKind;
-  error: OvError;
-  location?: string;
-}
+export type OvFailure = { ok: false; status: number; kind: FailureKind; error: OvError; location?: string };
 
 export type OvResponse<T> = OvSuccess<T> | OvFailure;
 
@@ -223,12 +217,9 @@ export async function readBody(
 }
 
 /** Where and as whom a client asks: the server, the identity headers (`peerId` "" = none), timeout, fetch. */
-export interface ClientOptions extends Partial<Pick<Config, "apiKey" | "account" | "user" | "peerId">> {
-  baseUrl: string;
-  userAgent: string;
-  timeoutMs: number;
-  fetch?: typeof fetch;
-}
+export type ClientOptions =
+  & Partial<Pick<Config, "apiKey" | "account" | "user" | "peerId">>
+  & { baseUrl: string; userAgent: string; timeoutMs: number; fetch?: typeof fetch };
 
 /** The schema of a result nobody reads (writes). */
 export const AnyResult: z.ZodMiniUnknown = z.unknown();

@@ -401,9 +401,7 @@ function debugLogPath(knob: string, env: Env, warnings: string[]): string {
 }
 
 /** Everything a command needs. */
-export interface Config extends Credentials, Settings {
-  userAgent: string;
-}
+export type Config = Credentials & Settings & { userAgent: string };
 
 type Resolved = { config: Config; warnings: string[] };
 

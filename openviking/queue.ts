@@ -382,14 +382,10 @@ export async function hasUnsent(pendingDir: string, sessionId: string): Promise<
 
 /** What waits in our queue (or the rejected place, with its newest refusal); `to`: where a session's oldest entry goes. */
 export interface QueueSummary {
-  sessions: {
-    sessionId: string;
-    entries: number;
-    messages: number;
-    commits: number;
-    oldest: number;
-    to?: Destination;
-  }[];
+  sessions: (
+    & { sessionId: string; oldest: number; to?: Destination }
+    & Record<"entries" | "messages" | "commits", number>
+  )[];
   entries: number;
   last?: z.infer<typeof RejectionSchema>;
 }
