@@ -316,12 +316,12 @@ async function exchange<S extends z.ZodMiniType>(
 
 /** A client of the server `config` names, as its identity, with `peerId` as the actor peer, and overrides. */
 export function createClient(
-  config: Pick<ClientOptions, "baseUrl" | "apiKey" | "account" | "user" | "userAgent" | "timeoutMs">,
+  config: Omit<ClientOptions, "peerId">,
   peerId = "",
   overrides: Pick<Partial<ClientOptions>, "timeoutMs" | "fetch"> = {},
 ): OpenVikingClient {
-  const { baseUrl, apiKey, account, user, userAgent, timeoutMs } = config;
-  const options = { baseUrl, apiKey, account, user, peerId, userAgent, timeoutMs, ...overrides };
+  const { baseUrl, apiKey, account, user, userAgent, timeoutMs, fetch: f } = config;
+  const options = { baseUrl, apiKey, account, user, peerId, userAgent, timeoutMs, fetch: f, ...overrides };
   const doFetch = options.fetch ?? fetch;
   const base = options.baseUrl.replace(/\/+$/, "");
   const secrets = options.apiKey ? [options.apiKey] : [];
