@@ -11,7 +11,7 @@ import { HOOKS } from "../kimi/hooks.ts";
 import { SESSION_PREFIX } from "../memory/context.ts";
 import { type SessionState, SessionStateSchema } from "../memory/state.ts";
 import { alarmWords, askAlarm } from "../memory/extraction.ts";
-import { clientOptions, createClient } from "../openviking/client.ts";
+import { createClient } from "../openviking/client.ts";
 import { type Check, checkOf, serverChecks } from "../install/check.ts";
 import { kimiHomeFor, type KimiState, readKimiState } from "../install/detect.ts";
 import { denoNotFound, findDeno, isExecutable, launcherInfo } from "../install/program.ts";
@@ -486,7 +486,7 @@ function recallChecks({ paused: p }: Places): Check[] {
 
 /** What the newest commits made: a failed run fails, a run that made nothing warns; nothing when they made memory. */
 async function extractionChecks(config: Config): Promise<Check[]> {
-  const alarm = await askAlarm(createClient(clientOptions(config, "", { timeoutMs: 3000 })));
+  const alarm = await askAlarm(createClient(config, "", { timeoutMs: 3000 }));
   if (!alarm) return [];
   const { kind, summary, fix } = alarmWords(alarm);
   return [checkOf("extraction")[kind === "failed" ? "fail" : "warn"](summary, fix)];

@@ -6,7 +6,7 @@
 import { neutralize, reportJson } from "../lib/neutralize.ts";
 import { type Advice, adviceFor, isRootKeyRefusal } from "../openviking/advice.ts";
 import { loadConfig } from "../openviking/config.ts";
-import { clientOptions, createClient, type OvFailure } from "../openviking/client.ts";
+import { createClient, type OvFailure } from "../openviking/client.ts";
 import { resolvePeer } from "../openviking/peer.ts";
 import { dirName, isAbsolutePath, joinPath, ledgerDir, orNoHome, processEnv } from "../lib/paths.ts";
 import { commandName, invocationCwd, workspaceDir } from "../lib/self.ts";
@@ -161,8 +161,8 @@ export async function memoriesCommand(
     const under = inspect.rootNames(peer.peerId).join(" or ");
     return stop(2, `${JSON.stringify(uri)} is not a memory's URI (a ….md file under ${under}); ${list}`);
   }
-  const client = createClient(clientOptions(config, peer.peerId, { timeoutMs: 10_000 }));
-  const slow = createClient(clientOptions(config, peer.peerId, { timeoutMs: 120_000 })); // a pack's transfer
+  const client = createClient(config, peer.peerId, { timeoutMs: 10_000 });
+  const slow = createClient(config, peer.peerId, { timeoutMs: 120_000 }); // a pack's transfer
   const failed = (f: OvFailure, what: string, target: string, after = "") => {
     const a = memoriesAdvice(f, config.baseUrl, target, env);
     if (f.kind !== "missing-route") return stop(1, `${what} failed: ${a.summary}${after}`, a.fix, f.kind);

@@ -15,7 +15,7 @@ import { workspaceDir } from "../lib/self.ts";
 import { resolvePeer } from "../openviking/peer.ts";
 import { scrub } from "../lib/redact.ts";
 import { type Injection, injectionFor } from "../memory/recall.ts";
-import { Budget, clientOptions, createClient } from "../openviking/client.ts";
+import { Budget, createClient } from "../openviking/client.ts";
 import { ShownSchema } from "../memory/memory.ts";
 
 const str = z.string();
@@ -47,7 +47,7 @@ export async function recallPreview(text: string, cwd: string, env: Env): Promis
     ? { recall: "paused", stdout: pausedLine(paused, env), injected: [] }
     : !on
     ? { recall: "skipped", stdout: "", injected: [] }
-    : await injectionFor(createClient(clientOptions(config, peer.peerId)), config, {
+    : await injectionFor(createClient(config, peer.peerId), config, {
       query,
       injected: [],
       profile: false,

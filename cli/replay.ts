@@ -6,13 +6,12 @@
 import { adviceFor, causeOf } from "../openviking/advice.ts";
 import { reportJson } from "../lib/neutralize.ts";
 import { loadConfig } from "../openviking/config.ts";
-import { Budget, clientOptions, createClient } from "../openviking/client.ts";
+import { Budget, createClient } from "../openviking/client.ts";
 import {
   elsewhereWords,
   QUEUE_SUBDIR,
   queueSummary,
   REJECTED_SUBDIR,
-  replayOptions,
   replayQueue,
   type ReplayReport,
   setAsideFiles,
@@ -51,13 +50,14 @@ export async function replayCommand(options: { json: boolean; rejected: boolean 
   const { config, warnings } = await loadConfig(env);
   for (const w of warnings) console.error(`warning: ${w}`);
   const dir = pendingDir(env);
-  const client = createClient(clientOptions(config));
-  const bounds = replayOptions(config, {
+  const client = createClient(config);
+  const report = await replayQueue(dir, client, {
     limit: Number.MAX_SAFE_INTEGER,
     budget: new Budget(Math.max(config.replayBudgetMs, 60_000)),
+    ttlDays: config.pendingTtlDays,
     waitUnsure: true,
+    rejected: options.rejected,
   });
-  const report = await replayQueue(dir, client, { ...bounds, rejected: options.rejected });
   const left = (await queueSummary(dir, options.rejected ? REJECTED_SUBDIR : QUEUE_SUBDIR)).entries;
   const place = options.rejected ? joinPath(dir, REJECTED_SUBDIR) : dir;
   const cause = report.cause ? causeOf(report.cause) : undefined;

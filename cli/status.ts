@@ -9,7 +9,7 @@ import { printable, reportJson } from "../lib/neutralize.ts";
 import { adviceFor } from "../openviking/advice.ts";
 import { isOpen, nextProbeAt, readBreaker } from "../openviking/breaker.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
-import { askDataAccess, clientOptions, createClient, type OpenVikingClient } from "../openviking/client.ts";
+import { askDataAccess, createClient, type OpenVikingClient } from "../openviking/client.ts";
 import {
   type CommitStatus,
   CountsSchema,
@@ -375,7 +375,7 @@ async function localSessions(
 /** Everything `status` shows. */
 export async function collectStatus(env: paths.Env, cwd: string, choice: SessionChoice = {}) {
   const { config } = await loadConfig(env, cwd);
-  const client = createClient(clientOptions(config, "", { timeoutMs: 3000 }));
+  const client = createClient(config, "", { timeoutMs: 3000 });
   const conn = await connection(client, config, cwd);
   const places = await readPlaces(env, config);
   const none: queues.QueueSummary = { sessions: [], entries: 0 };

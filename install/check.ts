@@ -2,7 +2,7 @@
 
 import * as z from "zod/mini";
 import { adviceFor } from "../openviking/advice.ts";
-import { AnyResult, askDataAccess, clientOptions, createClient } from "../openviking/client.ts";
+import { AnyResult, askDataAccess, createClient } from "../openviking/client.ts";
 import type { Config } from "../openviking/config.ts";
 import { commandName } from "../lib/self.ts";
 import { type Env, processEnv } from "../lib/paths.ts";
@@ -47,7 +47,7 @@ export async function serverChecks(
 ): Promise<Check[]> {
   const env = options.env ?? processEnv();
   const [server, auth] = [checkOf("server"), checkOf("auth")];
-  const client = createClient(clientOptions(config, "", { timeoutMs: 5000, fetch: fetchImpl }));
+  const client = createClient(config, "", { timeoutMs: 5000, fetch: fetchImpl });
   const where = `${config.baseUrl} (from ${config.credentialSource})`;
   const health = await client.request("GET", "/health", HealthReply);
   if (!health.ok) {

@@ -408,15 +408,8 @@ export async function keyToSave(
   const account = target.account || DEFAULT_ID;
   const user = target.user || DEFAULT_ID;
   const rootByFile = given.apiKey === await rootKeyOfOvConf(ctx);
-  const client = createClient({
-    baseUrl: target.url,
-    apiKey: given.apiKey,
-    account: target.account,
-    user: target.user,
-    userAgent: USER_AGENT,
-    timeoutMs: 5000,
-    fetch: ctx.fetch,
-  });
+  const identity = { ...target, baseUrl: target.url, apiKey: given.apiKey, userAgent: USER_AGENT };
+  const client = createClient({ ...identity, timeoutMs: 5000 }, "", { fetch: ctx.fetch });
   const health = await client.request("GET", "/health", HealthReply);
   if (health.ok && health.result.auth_mode === "trusted") return { ok: true, ...given, said: [] };
   const data = health.ok ? await askDataAccess(client) : health;

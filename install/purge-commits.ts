@@ -21,7 +21,7 @@ import {
   updateState,
 } from "../memory/state.ts";
 import { waitingSessions } from "../memory/idle-commit.ts";
-import { Budget, clientOptions, createClient } from "../openviking/client.ts";
+import { Budget, createClient } from "../openviking/client.ts";
 import { loadConfig } from "../openviking/config.ts";
 import {
   countWords,
@@ -140,7 +140,7 @@ export async function purgeCommitStep(
       ? `commit the ${messages} captured message(s) of ${waiting.length} session(s) waiting for a commit now`
       : `let the captures still running finish first (at most ${RUNNING_WAIT_MS / 1000} s)`,
     run: async () => {
-      const client = createClient(clientOptions(config, "", ctx.fetch ? { fetch: ctx.fetch } : {}));
+      const client = createClient(config, "", ctx.fetch ? { fetch: ctx.fetch } : {});
       const to = { budget: new Budget(COMMIT_BUDGET_MS), pendingDir: pending };
       const [done, queued, missed] = [[] as string[], [] as string[], [] as string[]];
       const away: (Destination & { what: string })[] = [];

@@ -12,7 +12,7 @@ import type { Logger } from "../lib/log.ts";
 import { isRecord } from "../lib/parsed.ts";
 import { withoutUserinfo } from "../lib/redact.ts";
 import { VERSION } from "../lib/version.ts";
-import { buildHeaders, clientOptions, readBody, readPrefix, serverMessageOf } from "../openviking/client.ts";
+import { buildHeaders, readBody, serverMessageOf } from "../openviking/client.ts";
 import { type Config, keyFor } from "../openviking/config.ts";
 import { BUILTIN_TOOLS, offeredTools } from "../memory/tools.ts";
 import { type Failure, failureError } from "./errors.ts";
@@ -224,8 +224,8 @@ export class Proxy {
   private fetchBounded = async (url: string | URL, init: RequestInit = {}): Promise<Response> => {
     // A key saved for another origin is not sent.
     const { config, peerId } = this.settings;
-    const identity = clientOptions({ ...config, apiKey: keyFor(config, config.mcpUrl) }, peerId);
-    const headers = buildHeaders(identity, undefined, init.method === "POST");
+    const identity = { ...config, apiKey: keyFor(config, config.mcpUrl) };
+    const headers = buildHeaders(identity, peerId, init.method === "POST");
     new Headers(init.headers).forEach((value, name) => headers.set(name, value));
     const entry = this.entryOf(init.body);
     const timing = entry?.timing ?? exchangeTiming("", this.settings.config.timeoutMs, this.limits);
@@ -249,8 +249,9 @@ export class Proxy {
     const { status, statusText } = response;
     if (entry) entry.status = status;
     if (!response.ok) {
-      const said = await readPrefix(response, ERROR_BODY_BYTES, timing.bodyIdleMs, init.signal ?? undefined);
-      const failure = this.refusal(response, said);
+      const [idleMs, signal] = [timing.bodyIdleMs, init.signal ?? undefined];
+      const { bytes } = await readBody(response, { maxBytes: ERROR_BODY_BYTES, idleMs, signal });
+      const failure = this.refusal(response, new TextDecoder().decode(bytes.subarray(0, ERROR_BODY_BYTES)));
       if (status < 300 || status >= 400) throw refuse(entry, failure);
       // A redirect the transport follows within the origin; the failure stands if it does not.
       if (entry) entry.failure = failure;

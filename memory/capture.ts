@@ -14,7 +14,6 @@ import {
   isHeld,
   messageKey,
   queuedMessageKeys,
-  replayOptions,
   replayQueue,
   type ReplayReport,
   sendMessages,
@@ -315,8 +314,9 @@ async function recoverState(run: Run, state: SessionState): Promise<SessionState
 async function replayBacklog(run: Run): Promise<{ backlog: boolean; queue?: SessionQueue }> {
   const { ctx } = run;
   if (await hasUnsent(ctx.pendingDir, ctx.ovSessionId)) {
-    const options = { budget: run.mode.budget, sessionId: ctx.ovSessionId, waitUnsure: ctx.isWorker };
-    run.report.backlog = await replayQueue(ctx.pendingDir, run.client, replayOptions(ctx.config, options));
+    const [budget, sessionId] = [run.mode.budget, ctx.ovSessionId];
+    const bounds = { budget, sessionId, ttlDays: ctx.config.pendingTtlDays, waitUnsure: ctx.isWorker };
+    run.report.backlog = await replayQueue(ctx.pendingDir, run.client, bounds);
   }
   const queue = await SessionQueue.open(ctx.pendingDir, ctx.ovSessionId, destinationOf(run.client.options))
     .catch(() => undefined);
@@ -327,7 +327,7 @@ async function replayBacklog(run: Run): Promise<{ backlog: boolean; queue?: Sess
 function noteSent(report: CaptureReport, sent: SendReport): void {
   report.sent += sent.sent;
   report.queued += sent.queued;
-  report.rejected += sent.rejected;
+  report.rejected += sent.rejections.length;
   report.acked += sent.acked;
   if (sent.pendingTokens !== undefined) report.pendingTokens = sent.pendingTokens;
   if (sent.cause && !report.cause) report.cause = causeOf(sent.cause);

@@ -3,7 +3,7 @@
 import type { Config } from "../openviking/config.ts";
 import { dirName, type Env } from "../lib/paths.ts";
 import type { Logger } from "../lib/log.ts";
-import { clientOptions, createClient, type OpenVikingClient } from "../openviking/client.ts";
+import { createClient, type OpenVikingClient } from "../openviking/client.ts";
 import type { StatePaths } from "./state.ts";
 import type { HookEvent } from "../kimi/hooks.ts";
 import type { HookInput } from "../kimi/payload.ts";
@@ -66,7 +66,7 @@ export function otherSession(ctx: HookContext, file: string, ovSessionId: string
 
 /** The run's OpenViking client; `peerId` is the workspace's actor peer ("" for none). */
 export function clientFor(ctx: HookContext, peerId = ""): OpenVikingClient {
-  return createClient(clientOptions(ctx.config, peerId));
+  return createClient(ctx.config, peerId);
 }
 
 /**

@@ -9,7 +9,7 @@
 import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
 import { DEFAULT_ENTRY, FAKE_DIGEST_FIRST, FakeOpenViking } from "../tests/support/fake-openviking.ts";
 import { type Answer, type Call, fail, ok, route, scriptedClient } from "../tests/support/scripted-client.ts";
-import { Budget, clientOptions, createClient } from "../openviking/client.ts";
+import { Budget, createClient } from "../openviking/client.ts";
 import { injectionFor, type InjectionRequest, inStrictScope, recallForPrompt } from "./recall.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
 
@@ -212,7 +212,7 @@ Deno.test("inject: at most the limit of memories and the characters allowed; the
 Deno.test("inject: the profile's rows and the memories share one block; an unanswered profile is retried, an empty one is done", async () => {
   await using fake = await FakeOpenViking.start();
   const c = await config({ OPENVIKING_URL: fake.url });
-  const client = createClient(clientOptions(c, ""));
+  const client = createClient(c, "");
   const first = await injectionFor(client, c, injection({ profile: true }));
   assertEquals(first.stdout, `${FAKE_DIGEST_FIRST}\n`);
   assertEquals(first.profile, "injected");

@@ -3,7 +3,7 @@
 import { causeOf } from "../openviking/advice.ts";
 import { probeIfDue } from "../openviking/breaker.ts";
 import { Budget } from "../openviking/client.ts";
-import { replayOptions, replayQueue } from "../openviking/queue.ts";
+import { replayQueue } from "../openviking/queue.ts";
 import { updateState } from "./state.ts";
 import { clientFor, type HookContext, type HookResult } from "./context.ts";
 import { spawnWorker } from "../kimi/detach.ts";
@@ -18,7 +18,7 @@ const REPEAT_WINDOW_MS = 2000;
 async function replayQueues(ctx: HookContext): Promise<HookResult> {
   const budget = new Budget(ctx.config.replayBudgetMs);
   await probeIfDue(clientFor(ctx), ctx.sharedStateDir, Date.now(), budget);
-  const options = replayOptions(ctx.config, { budget, waitUnsure: ctx.isWorker });
+  const options = { budget, ttlDays: ctx.config.pendingTtlDays, waitUnsure: ctx.isWorker };
   const report = await replayQueue(ctx.pendingDir, clientFor(ctx), options);
   // Prompts of sessions that died before their turn reached a Stop (`kimi -p … | head`): delivered now.
   const leftPrompts = await (await import("./capture.ts")).sendLeftPrompts(ctx, options.budget);

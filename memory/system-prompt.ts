@@ -1,7 +1,7 @@
 /** The plugin's `system-prompt.md`: the instructions, then the profile (redacted, gated); 0600, ≤ 32 KB. */
 
 import type { Config } from "../openviking/config.ts";
-import { Budget, clientOptions, createClient } from "../openviking/client.ts";
+import { Budget, createClient } from "../openviking/client.ts";
 import { writeFileAtomic } from "../lib/fs.ts";
 import { fetchProfile, isEmptyProfile, type ProfileParts, redactedProfile } from "./profile.ts";
 import { renderProfile } from "./digest.ts";
@@ -67,7 +67,7 @@ export async function refreshPromptFile(
     let section: ProfileSection = { kind: "off" };
     if (c.enabled && c.autoRecall) {
       const budget = new Budget(opts.budgetMs ?? REFRESH_BUDGET_MS);
-      const parts = await fetchProfile(createClient(clientOptions(c, "")), budget);
+      const parts = await fetchProfile(createClient(c, ""), budget);
       if ("ok" in parts) return "unreachable";
       section = isEmptyProfile(parts) ? { kind: "none" } : { kind: "profile", parts };
     }

@@ -7,10 +7,7 @@ import { type Env, processEnv } from "../lib/paths.ts";
 import { originOf } from "./config.ts";
 
 /** A failure told to a person: what happened and the fix. */
-export interface Advice {
-  summary: string;
-  fix: string;
-}
+export type Advice = { summary: string; fix: string };
 
 /** A failure as states and the ledger record it ("local": our own files could not be written). */
 export const CauseSchema = z.object({

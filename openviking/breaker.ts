@@ -94,11 +94,8 @@ export async function noteAnswered(dir: string, baseUrl: string, askedAt: number
 export async function probe(client: OpenVikingClient, dir: string, budget?: Budget): Promise<boolean> {
   const askedAt = Date.now();
   const body = { query: "openviking-kimi probe", mode: "context", purpose: "coding", limit: 1 };
-  const res = await client.request("POST", "/api/v1/search/search", AnyResult, {
-    body,
-    timeoutMs: PROBE_INTERVAL_MS,
-    budget,
-  });
+  const options = { body, timeoutMs: PROBE_INTERVAL_MS, budget };
+  const res = await client.request("POST", "/api/v1/search/search", AnyResult, options);
   const answered = res.ok || res.kind !== "unreachable";
   if (answered) await noteAnswered(dir, client.options.baseUrl, askedAt);
   return answered;

@@ -36,22 +36,12 @@ export const FAILURE_KINDS = [
 ] as const;
 
 /** An error as the server (or the transport) reported it. */
-interface OvError {
-  code?: string;
-  message: string;
-  details?: unknown;
-}
+type OvError = { code?: string; message: string; details?: unknown };
 
 type OvSuccess<T> = { ok: true; status: number; result: T };
 
 /** A failed call; `status` 0: no HTTP answer; `location`: a redirect's target. */
-export interface OvFailure {
-  ok: false;
-  status: number;
-  kind: FailureKind;
-  error: OvError;
-  location?: string;
-}
+export type OvFailure = { ok: false; status: number; kind: FailureKind; error: OvError; location?: string };
 
 export type OvResponse<T> = OvSuccess<T> | OvFailure;
 
@@ -191,10 +181,10 @@ type BodyStop =
   | { kind: "stalled"; ms: number }
   | { kind: "cut"; cause: unknown };
 
-/** A body read within `maxBytes`, `idleMs` and `signal`; at a bound it cancels and says why. Never throws. */
+/** A body read within `maxBytes`, `idleMs` and `signal`; a bound cancels it, keeps what came, says why. */
 export async function readBody(
   response: Response,
-  limits: { maxBytes: number; idleMs?: number; signal?: AbortSignal; prefix?: boolean },
+  limits: { maxBytes: number; idleMs?: number; signal?: AbortSignal },
 ): Promise<{ bytes: Uint8Array; stop?: BodyStop }> {
   const { maxBytes, idleMs = Infinity, signal } = limits;
   const reader = response.body?.getReader();
@@ -216,12 +206,9 @@ export async function readBody(
       const got = await reader.read().catch((cause: unknown) => end({ kind: "cut", cause }));
       if (timer) clearTimeout(timer);
       if (!got || got.done || stop) break;
-      const room = maxBytes - size;
       size += got.value.length;
       chunks.push(got.value.byteLength < got.value.buffer.byteLength ? got.value.slice() : got.value);
-      if (size >= maxBytes && limits.prefix) chunks.push(chunks.pop()!.subarray(0, room));
-      if (size > maxBytes && !limits.prefix) stop = { kind: "too-large", limitBytes: maxBytes };
-      if (size >= maxBytes && (stop || limits.prefix)) break;
+      if (size > maxBytes) stop = { kind: "too-large", limitBytes: maxBytes };
     }
   } finally {
     signal?.removeEventListener("abort", onAbort);
@@ -230,31 +217,10 @@ export async function readBody(
   return { bytes: concatBytes(chunks), ...(stop ? { stop } : {}) };
 }
 
-/** The text of the first `maxBytes` of a body. Never throws. */
-export const readPrefix = async (
-  response: Response,
-  maxBytes: number,
-  idleMs: number,
-  signal?: AbortSignal,
-) => new TextDecoder().decode((await readBody(response, { maxBytes, idleMs, signal, prefix: true })).bytes);
-
 /** Where and as whom a client asks: the server, the identity headers (`peerId` "" = none), timeout, fetch. */
-export interface ClientOptions extends Partial<Pick<Config, "apiKey" | "account" | "user" | "peerId">> {
-  baseUrl: string;
-  userAgent: string;
-  timeoutMs: number;
-  fetch?: typeof fetch;
-}
-
-/** The client options of `config` with `peerId` as the actor peer, and overrides. */
-export function clientOptions(
-  config: Pick<Config, "baseUrl" | "apiKey" | "account" | "user" | "userAgent" | "timeoutMs">,
-  peerId = "",
-  overrides: Pick<Partial<ClientOptions>, "timeoutMs" | "fetch"> = {},
-): ClientOptions {
-  const { baseUrl, apiKey, account, user, userAgent, timeoutMs } = config;
-  return { baseUrl, apiKey, account, user, peerId, userAgent, timeoutMs, ...overrides };
-}
+export type ClientOptions =
+  & Partial<Pick<Config, "apiKey" | "account" | "user" | "peerId">>
+  & { baseUrl: string; userAgent: string; timeoutMs: number; fetch?: typeof fetch };
 
 /** The schema of a result nobody reads (writes). */
 export const AnyResult: z.ZodMiniUnknown = z.unknown();
@@ -349,7 +315,14 @@ async function exchange<S extends z.ZodMiniType>(
   return reply.ok ? checkResult(reply, limits.schema, `${origin} ${limits.what}`) : reply;
 }
 
-export function createClient(options: ClientOptions): OpenVikingClient {
+/** A client of the server `config` names, as its identity, with `peerId` as the actor peer, and overrides. */
+export function createClient(
+  config: Omit<ClientOptions, "peerId">,
+  peerId = "",
+  overrides: Pick<Partial<ClientOptions>, "timeoutMs" | "fetch"> = {},
+): OpenVikingClient {
+  const { baseUrl, apiKey, account, user, userAgent, timeoutMs, fetch: f } = config;
+  const options = { baseUrl, apiKey, account, user, peerId, userAgent, timeoutMs, fetch: f, ...overrides };
   const doFetch = options.fetch ?? fetch;
   const base = options.baseUrl.replace(/\/+$/, "");
   const secrets = options.apiKey ? [options.apiKey] : [];

@@ -30,20 +30,7 @@ type CredentialMode = "env" | "cli" | "auto";
  * `credentialSource`: "env", "ovcli.conf", "ov.conf" or "default"; `apiKeySource`: where the key came from
  * ("none"); `apiKeyOrigin`: the origin a file's key was saved for ("" = any): {@link keyFor} sends it there only.
  */
-export type Credentials = Record<
-  | "baseUrl"
-  | "mcpUrl"
-  | "apiKey"
-  | "account"
-  | "user"
-  | "peerId"
-  | "credentialSource"
-  | "apiKeySource"
-  | "apiKeyOrigin"
-  | "cliConfigPath"
-  | "ovConfigPath",
-  string
->;
+type Credentials = ReturnType<typeof resolveCredentials>;
 
 /** Raw inputs to resolution: parsed files, workspace files nearest first. */
 export interface ConfigSources {
@@ -56,10 +43,6 @@ export interface ConfigSources {
 }
 
 const str = (v: unknown): string => (typeof v === "string" ? v.trim() : "");
-const first = (...values: unknown[]): string => {
-  for (const v of values) if (str(v)) return str(v);
-  return "";
-};
 
 /** `OPENVIKING_CREDENTIAL_SOURCE`'s values (`environment`: the last version's spelling of `env`). */
 const CREDENTIAL_MODES = new Map<string, CredentialMode>(
@@ -136,17 +119,15 @@ function fileOrigin(url: string): string {
   return u?.protocol === "http:" || u?.protocol === "https:" ? u.origin : originOf(DEFAULT_BASE_URL);
 }
 
-/** One source of connection and identity; `origin`: where its key may go ("" = anywhere). */
-type Layer = Record<
-  "source" | "keySource" | "origin" | "url" | "key" | "account" | "user" | "peerId",
-  string
->;
-
-/** A layer from `record`'s values at `keys`: URL, key, account, user, peer id. */
-function layer(source: string, keySource: string, origin: string, record: JsonRecord, keys: string): Layer {
+/**
+ * One source of connection and identity: `record`'s values at `keys` (URL, key, account, user, peer id);
+ * `origin`: where its key may go ("" = anywhere).
+ */
+function layer(source: string, keySource: string, origin: string, record: JsonRecord, keys: string) {
   const [url, key, account, user, peerId] = keys.split(" ").map((k) => str(record[k]));
   return { source, keySource, origin, url, key, account, user, peerId };
 }
+type Layer = ReturnType<typeof layer>;
 
 /**
  * Resolves connection and identity as OpenViking's shared plugin runtime does: the URL from env, ovcli.conf,
@@ -154,7 +135,7 @@ function layer(source: string, keySource: string, origin: string, record: JsonRe
  * alone in `ovcli` mode (or `auto` with nothing in env and something in ovcli.conf). A file's key is never
  * sent to another origin than the file's.
  */
-function resolveCredentials(sources: ConfigSources, warnings: string[]): Credentials {
+function resolveCredentials(sources: ConfigSources, warnings: string[]) {
   const { env } = sources;
   const mode = credentialMode(env, warnings);
   const cli = asRecord(sources.ovcli);
@@ -164,7 +145,7 @@ function resolveCredentials(sources: ConfigSources, warnings: string[]): Credent
   const port = typeof server.port === "number" || str(server.port) ? String(server.port) : "1933";
   const ovUrl = str(server.url) ||
     (server.host === undefined && server.port === undefined ? "" : `http://${host}:${port}`);
-  const envUrl = first(env.OPENVIKING_URL, env.OPENVIKING_BASE_URL);
+  const envUrl = str(env.OPENVIKING_URL) || str(env.OPENVIKING_BASE_URL);
   const ids = "OPENVIKING_API_KEY OPENVIKING_ACCOUNT OPENVIKING_USER OPENVIKING_PEER_ID";
   const fromEnv = layer("env", "env OPENVIKING_API_KEY", "", { ...env, url: envUrl }, `url ${ids}`);
   const cliOrigin = fileOrigin(str(cli.url) || ovUrl);
@@ -260,10 +241,7 @@ const pathKnob: Parser<string> = (raw) =>
   typeof raw !== "string" ? refuse("expected string") : raw || refuse("needs at least 1 character");
 
 /** What a workspace file may do with a knob, against the user's value; `may` words it ("" = nothing). */
-interface WorkspaceRule {
-  allows: (asked: unknown, user: unknown) => boolean;
-  may: string;
-}
+type WorkspaceRule = { allows: (asked: unknown, user: unknown) => boolean; may: string };
 
 const NEVER: WorkspaceRule = { allows: () => false, may: "" };
 const LOWER: WorkspaceRule = { allows: (asked, user) => Number(asked) <= Number(user), may: "lower it" };
@@ -360,11 +338,9 @@ export function resolveSettings(
     peerSourceAlias(asRecord(w.value)),
   ]);
   warnings.push(...removedWarnings({}, [userLayers[0], ...workspace]));
+  const none = sources.env.OPENVIKING_PEER_SOURCE?.trim().toLowerCase() === "none";
   const envOf = (name: string) =>
-    name === KNOBS.workspacePeer.env && !sources.env[name]?.trim() &&
-      sources.env.OPENVIKING_PEER_SOURCE?.trim().toLowerCase() === "none"
-      ? "false"
-      : sources.env[name];
+    name === KNOBS.workspacePeer.env && none && !sources.env[name]?.trim() ? "false" : sources.env[name];
   const settings: JsonRecord = {};
   for (const [name, k] of Object.entries(KNOBS) as [string, ReturnType<typeof knob<unknown>>][]) {
     const env = envOf(k.env)?.trim() ? { value: envOf(k.env), where: k.env } : undefined;
@@ -425,9 +401,7 @@ function debugLogPath(knob: string, env: Env, warnings: string[]): string {
 }
 
 /** Everything a command needs. */
-export interface Config extends Credentials, Settings {
-  userAgent: string;
-}
+export type Config = Credentials & Settings & { userAgent: string };
 
 type Resolved = { config: Config; warnings: string[] };
 
@@ -487,19 +461,10 @@ function readWorkspace(cwd: string | undefined, warnings: string[]): ConfigSourc
 export function loadConfig(env: Env, cwd?: string): Promise<Resolved> {
   return settled(() => {
     const warnings: string[] = ignoredOverrides(env).map((o) => `${o} is not an absolute path; ignored`);
-    const noHome = noHomeReason(env);
-    const paths = credentialFilePaths(env);
-    const ovcli = readJsonFile(paths.cli, warnings);
-    const ovconf = readJsonFile(paths.ov, warnings);
-    const workspace = noHome ? [] : readWorkspace(cwd, warnings);
-    const resolved = resolveConfig({
-      env,
-      ovcli,
-      cliConfigPath: paths.cli,
-      ovconf,
-      ovConfigPath: paths.ov,
-      workspace,
-    });
+    const { cli: cliConfigPath, ov: ovConfigPath } = credentialFilePaths(env);
+    const [ovcli, ovconf] = [readJsonFile(cliConfigPath, warnings), readJsonFile(ovConfigPath, warnings)];
+    const workspace = noHomeReason(env) ? [] : readWorkspace(cwd, warnings);
+    const resolved = resolveConfig({ env, ovcli, cliConfigPath, ovconf, ovConfigPath, workspace });
     return { config: resolved.config, warnings: [...warnings, ...resolved.warnings] };
   });
 }

@@ -8,13 +8,8 @@ import type { Config } from "./config.ts";
 /** Ids the server accepts as `X-OpenViking-Actor-Peer`. */
 export const PEER_ID_PATTERN = /^[A-Za-z0-9_.@-]+$/;
 
-const MAX_PEER_LENGTH = 100;
-
 /** A resolved peer id ("" = none) and its source. */
-export interface Peer {
-  peerId: string;
-  source: "explicit" | "git-remote" | "git-root" | "cwd" | "none";
-}
+export type Peer = { peerId: string; source: "explicit" | "git-remote" | "git-root" | "cwd" | "none" };
 
 /** Whether the server accepts an id: the pattern, at most one `@`, not `.` or `..`. */
 export function isValidPeerId(id: string): boolean {
@@ -23,9 +18,7 @@ export function isValidPeerId(id: string): boolean {
 
 /** `id`, at most 100 characters (a longer one cut, ending in a hash of `full`). */
 const capLength = async (id: string, full: string): Promise<string> =>
-  id.length <= MAX_PEER_LENGTH
-    ? id
-    : `${id.slice(0, MAX_PEER_LENGTH - 13)}-${(await sha256Hex(full)).slice(0, 12)}`;
+  id.length <= 100 ? id : `${id.slice(0, 87)}-${(await sha256Hex(full)).slice(0, 12)}`;
 
 /** A path as a peer id: every non-alphanumeric character becomes `-` (the other plugins' rule). */
 const pathPeerId = async (path: string) =>
@@ -53,8 +46,7 @@ export function normalizeRemote(url: string): string {
 export async function remotePeerId(normalized: string): Promise<string> {
   let id = normalized.replace(/[^a-zA-Z0-9_.-]+/g, "-").replace(/-+/g, "-").replace(/^[-.]+|[-.]+$/g, "");
   if (id.startsWith("ext-")) id = `x-${id}`;
-  if (!id) return "";
-  return await capLength(id, normalized);
+  return id ? await capLength(id, normalized) : "";
 }
 
 /** The URL of remote `origin` (else the first remote) in a git config. */

@@ -109,13 +109,10 @@ export type QueueEntry = z.infer<typeof QueueEntrySchema>;
 const RejectionSchema = z.object({ at: z.number(), status: z.number(), message: z.string() });
 type Refusal = Omit<z.infer<typeof RejectionSchema>, "at">;
 
-/** A write to send or keep: a queue entry's body, its session, when it was made (none: now), where it goes. */
-type Write =
-  & { sessionId: string; createdAt?: number; to?: Destination; unsure?: number | true }
-  & ({ kind: "messages"; messages: { key: string; payload: MessagePayload }[] } | {
-    kind: "commit";
-    key: string;
-  });
+/** A write to send or keep: a queue entry without its place in the queue, made at `createdAt` (none: now). */
+type Unqueued<E> = E extends QueueEntry ? Omit<E, "version" | "seq" | "createdAt"> & { createdAt?: number }
+  : never;
+type Write = Unqueued<QueueEntry>;
 
 /** `<seq>-<tag>.json`, or `<seq>-<tag>.<pid>.claim` when claimed by replay `pid`. */
 const QUEUE_FILE = /^(\d{10})-(m\d+|c)(?:\.json|\.(\d+)\.claim)$/;
@@ -385,14 +382,10 @@ export async function hasUnsent(pendingDir: string, sessionId: string): Promise<
 
 /** What waits in our queue (or the rejected place, with its newest refusal); `to`: where a session's oldest entry goes. */
 export interface QueueSummary {
-  sessions: {
-    sessionId: string;
-    entries: number;
-    messages: number;
-    commits: number;
-    oldest: number;
-    to?: Destination;
-  }[];
+  sessions: (
+    & { sessionId: string; oldest: number; to?: Destination }
+    & Record<"entries" | "messages" | "commits", number>
+  )[];
   entries: number;
   last?: z.infer<typeof RejectionSchema>;
 }
@@ -419,7 +412,6 @@ export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): P
   return out;
 }
 
-/** The API path of a session. */
 const sessionPath = (sid: string): string => `/api/v1/sessions/${encodeURIComponent(sid)}`;
 
 /**
@@ -483,11 +475,8 @@ async function deliver(
       : serial
       ? ["/messages", payloads[from]]
       : ["/messages/batch", { messages: payloads.slice(from, end) }];
-    const res = await client.request("POST", `${sessionPath(w.sessionId)}${path}`, AnyResult, {
-      body,
-      budget,
-      peerId: null,
-    });
+    const options = { body, budget, peerId: null };
+    const res = await client.request("POST", `${sessionPath(w.sessionId)}${path}`, AnyResult, options);
     if (res.ok) {
       const { pending_tokens: n, task_id: id } = asRecord(res.result); // n: the session's uncommitted tokens
       const tokens = typeof n === "number" && Number.isFinite(n) && n >= 0 ? n : undefined;
@@ -511,7 +500,6 @@ async function deliver(
 export interface SendReport extends Omit<Delivery, "settled" | "stop" | "taskId"> {
   acked: number;
   queued: number;
-  rejected: number;
   cause?: OvFailure;
   stoppedBy?: { code: string; message: string };
 }
@@ -537,7 +525,7 @@ export async function sendMessages(
     onAcked?: (acked: number) => Promise<void>;
   },
 ): Promise<SendReport> {
-  const report: SendReport = { acked: 0, sent: 0, queued: 0, rejected: 0, rejections: [] };
+  const report: SendReport = { acked: 0, sent: 0, queued: 0, rejections: [] };
   try {
     const messages = await Promise.all(
       payloads.map(async (p) => ({ key: await messageKey(sid, p), payload: p })),
@@ -552,7 +540,7 @@ export async function sendMessages(
           await options.onAcked?.(settled);
         },
       });
-    Object.assign(report, { ...d, acked: from, rejected: d.rejections.length, cause });
+    Object.assign(report, { ...d, acked: from, cause });
     if ((options.queueOnly || cause) && from < payloads.length) {
       const unsure = cause && unsureFrom(cause, client.options.timeoutMs);
       await options.beforeRequest?.(from, payloads.length, unsure ?? Date.now());
@@ -656,23 +644,14 @@ export async function heldMessages(
   return heldIn(live.result);
 }
 
-/** A replay's budget, its most queue entries, its one session; `waitUnsure`: wait in the budget for an unsure entry. */
-type ReplayBounds = { budget: Budget; limit?: number; sessionId?: string; waitUnsure?: boolean };
-
-/** Limits of one replay; `rejected`: replay the rejected place (no age limit). */
-export type ReplayOptions = ReplayBounds & {
-  limit: number;
-  ttlDays: number;
-  now?: number;
-  rejected?: boolean;
-};
-
-/** The bounds of a replay from the config and `run`: 50 queue entries unless `run` says otherwise. */
-export const replayOptions = (config: { pendingTtlDays: number }, run: ReplayBounds): ReplayOptions => ({
-  ...run,
-  limit: run.limit ?? 50,
-  ttlDays: config.pendingTtlDays,
-});
+/**
+ * Limits of one replay: its budget, its most queue entries (50 unless given), its one session, the age past
+ * which an entry is set aside; `waitUnsure`: wait in the budget for an unsure entry; `rejected`: replay the
+ * rejected place (no age limit).
+ */
+export type ReplayOptions =
+  & { budget: Budget; ttlDays: number }
+  & Partial<{ limit: number; sessionId: string; waitUnsure: boolean; now: number; rejected: boolean }>;
 
 /**
  * What a replay did: entries `replayed`, `expired` or `deferred`; messages sent, `held` already, `rejected`;
@@ -746,7 +725,7 @@ async function replayEntry(run: ReplayRun, claimPath: string, entry: QueueEntry)
  */
 async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"next" | "stop" | Destination> {
   const { options, report, now } = run;
-  if (run.sent >= options.limit || options.budget.remaining() < 100) {
+  if (run.sent >= (options.limit ?? 50) || options.budget.remaining() < 100) {
     run.stopAll = true;
     return "stop";
   }
