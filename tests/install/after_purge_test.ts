@@ -52,6 +52,7 @@ async function installedHooks(path: string, fake: FakeOpenViking, more: string[]
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",
+      signal: AbortSignal.timeout(30_000), // a hook that keeps running (an idle watch, say) fails here
     }).spawn();
     const writer = child.stdin.getWriter();
     await writer.write(new TextEncoder().encode(stdin));
