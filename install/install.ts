@@ -32,7 +32,6 @@ import {
 } from "./spec.ts";
 import { keyToSave, planOvcli, savedConnection } from "./ovcli.ts";
 import {
-  homesFile,
   hooksRun,
   installedHomes,
   madeDirList,
@@ -70,6 +69,7 @@ import {
   defaultLogPath,
   dirName,
   type Env,
+  homesFile,
   hookStateDir,
   integrationDir,
   joinPath,

@@ -31,7 +31,7 @@ import {
 import { parseJsonOrUndefined, readTextIfExists } from "../lib/fs.ts";
 import { asRecord } from "../lib/parsed.ts";
 import { sha256Hex } from "../lib/hash.ts";
-import { dirName, type Env, integrationDir, joinPath, kimiHome, orNoHome } from "../lib/paths.ts";
+import { dirName, type Env, homesFile, integrationDir, joinPath, kimiHome, orNoHome } from "../lib/paths.ts";
 import { COPY_FILES, COPY_RUN_FLAGS, productionFlags, releaseCopyLock, shellQuote } from "../lib/self.ts";
 import { VERSION } from "../lib/version.ts";
 
@@ -355,11 +355,6 @@ async function planCopy(
     check: () => checkCreatable(dir),
   }));
   return placed;
-}
-
-/** The file listing the Kimi homes installed into (one absolute path a line), for the removal rule. */
-export function homesFile(env: Env): string {
-  return joinPath(integrationDir(env), "kimi-homes");
 }
 
 /** The lines of record text (one a line), blank ones left out. */

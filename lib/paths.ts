@@ -101,6 +101,11 @@ export function integrationDir(env: Env): string {
   return joinPath(openVikingHome(env), "agent-integrations", "kimicode");
 }
 
+/** The record of the Kimi homes installed into (one absolute path a line): removals, and a hook's own check. */
+export function homesFile(env: Env): string {
+  return joinPath(integrationDir(env), "kimi-homes");
+}
+
 /** Where install puts the `openviking-kimi` command: `$OPENVIKING_KIMI_BIN_DIR`, else `~/.local/bin`. */
 export function commandDir(env: Env): string {
   return absoluteOverride(env.OPENVIKING_KIMI_BIN_DIR, env) ?? expandHome("~/.local/bin", env, "the command");

@@ -4,7 +4,10 @@ import { loadConfig } from "../openviking/config.ts";
 import { createLogger, type Logger } from "../lib/log.ts";
 import {
   type Env,
+  homesFile,
   hookStateDir,
+  integrationDir,
+  kimiHome,
   noHomeReason,
   orNoHome,
   pendingDir,
@@ -20,6 +23,7 @@ import { WORKER_ENV } from "../kimi/detach.ts";
 import { hasTrait, type HookEvent, isHookEvent } from "../kimi/hooks.ts";
 import { hostSessionId, parseHookInput } from "../kimi/payload.ts";
 import { readAllStdin } from "../lib/bytes.ts";
+import { copyDir, isCompiled } from "../lib/self.ts";
 
 const capture = async () => (await import("./capture.ts")).captureHook;
 const HANDLERS: Record<HookEvent, () => Promise<Handler>> = {
@@ -73,6 +77,36 @@ async function stateProblem(ctx: HookContext): Promise<string | undefined> {
   return "state-unwritable";
 }
 
+/** A path with `/` separators and no trailing one, to compare. */
+const slashed = (path: string) => path.replaceAll("\\", "/").replace(/(.)\/+$/, "$1");
+
+/**
+ * Whether this run is of a program install placed (its copy, or the binary in our directory or in the
+ * plugin's) for a Kimi home the record of homes installed into no longer lists: a Kimi still running after
+ * an uninstall or a purge, whose hooks then do nothing. One read of the record; no home, or a record
+ * unreadable otherwise than missing, is no such run.
+ */
+async function homeUninstalled(env: Env): Promise<boolean> {
+  const program = copyDir() ?? (isCompiled() ? Deno.execPath() : undefined);
+  const [integration, home] = [orNoHome(() => integrationDir(env)), orNoHome(() => kimiHome(env))];
+  const dirs = [integration, env.KIMI_PLUGIN_ROOT?.trim()].filter(Boolean).map((d) => `${slashed(d!)}/`);
+  if (!program || !home || !dirs.some((d) => slashed(program).startsWith(d))) return false;
+  let text: string;
+  try {
+    text = await Deno.readTextFile(homesFile(env));
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) return false;
+    text = "";
+  }
+  const listed = text.split("\n").map((l) => slashed(l.trim())).filter((l) => l !== "");
+  if (listed.includes(slashed(home))) return false;
+  // The same home spelled otherwise (a link on the way): only on this path, which writes nothing.
+  const real = (path: string) => Deno.realPath(path).then(slashed, () => slashed(path));
+  const here = await real(home);
+  for (const line of listed) if (await real(line) === here) return false;
+  return true;
+}
+
 /** What a hook run prints, and how it records itself afterwards. */
 interface HookRun {
   stdout: string;
@@ -89,6 +123,11 @@ async function startHook(name: string | undefined, raw: Uint8Array, env: Env, st
   let outcome = "error";
   let data: Record<string, unknown> | undefined;
   try {
+    // Before the config and the log: such a run writes nothing and prints nothing.
+    if (await homeUninstalled(env)) {
+      outcome = "not-installed";
+      return run;
+    }
     const parsed = parseHookInput(raw);
     const cwd = parsed.ok ? (parsed.input.cwd ?? "") : "";
     const { config, warnings } = await loadConfig(env, cwd || undefined);

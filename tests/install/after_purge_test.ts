@@ -1,0 +1,124 @@
+/**
+ * A Kimi session still running after `uninstall --purge` keeps our hooks loaded until it exits (finding C,
+ * round 12): the installed copy's hooks of a Kimi home the record of homes no longer lists write nothing
+ * under ~/.openviking and print nothing; while the home is listed they work.
+ */
+
+import { assertEquals, assertStringIncludes, assertTrue } from "../support/assert.ts";
+import { tempDir } from "../support/temp.ts";
+import { exists, installSandbox, snapshot } from "./helpers.ts";
+import { runInstall, runUninstall } from "../../install/install.ts";
+import { versionsDir } from "../../install/program.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { WORKER_ENV } from "../../kimi/detach.ts";
+import { sha256Hex } from "../../lib/hash.ts";
+
+/** A process holding the copy's in-use.lock shared, as a running Kimi's MCP server or hook does. */
+async function holdCopy(copy: string) {
+  const code = `
+    const use = await Deno.open(${JSON.stringify(`${copy}/in-use.lock`)}, { read: true });
+    if (!use.tryLockSync(false)) Deno.exit(3);
+    console.log("ready");
+    await new Promise((r) => setTimeout(r, 60_000));`;
+  const child = new Deno.Command(Deno.execPath(), { args: ["eval", code], stdout: "piped" }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  assertEquals((await reader.read()).value?.trim(), "ready");
+  reader.releaseLock();
+  return child;
+}
+
+/**
+ * Installed from this checkout (config mode, a copy placed) into its Kimi home and `more`, against a fake
+ * server: the copy's hooks run as Kimi runs them, one session per home.
+ */
+async function installedHooks(path: string, fake: FakeOpenViking, more: string[] = []) {
+  const t = await installSandbox(path, { OPENVIKING_URL: fake.url });
+  for (const kimiHome of [t.kimi, ...more]) {
+    await Deno.mkdir(kimiHome, { recursive: true });
+    await t.run(runInstall, { mode: "config", kimiHome });
+  }
+  const versions = versionsDir(t.ctx().env);
+  const copy = `${versions}/${[...Deno.readDirSync(versions)][0].name}`;
+  const env = { HOME: t.home, OPENVIKING_URL: fake.url, PATH: "/usr/bin:/bin" };
+  /** A hook event of the Kimi home `kimi`: its stdout and stderr. */
+  const hook = async (kimi: string, event: string, name: string, extra: Record<string, string> = {}) => {
+    const session = `session_3f1a9c2e-0b7d-4e5f-9a00-${(await sha256Hex(kimi)).slice(0, 12)}`;
+    const stdin = JSON.stringify({ hook_event_name: name, session_id: session, cwd: t.home, ...extra });
+    const child = new Deno.Command(`${copy}/bin/openviking-kimi`, {
+      args: ["hook", event],
+      // A detached event's work, here and now (the prompt hook's worker is the breaker's probe).
+      env: { ...env, KIMI_CODE_HOME: kimi, ...(event === "user-prompt-submit" ? {} : { [WORKER_ENV]: "1" }) },
+      clearEnv: true,
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+      signal: AbortSignal.timeout(30_000), // a hook that keeps running (an idle watch, say) fails here
+    }).spawn();
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(stdin));
+    await writer.close();
+    const out = await child.output();
+    assertEquals(out.code, 0, new TextDecoder().decode(out.stderr));
+    return new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+  };
+  const prompt = (kimi: string) =>
+    hook(kimi, "user-prompt-submit", "UserPromptSubmit", { prompt: "what about indentation?" });
+  // Installed: the hooks work (recall printed, state and ledger kept).
+  assertStringIncludes(await prompt(t.kimi), "<openviking-context>");
+  assertTrue(await exists(`${t.ov}/hook-state/kimicode`));
+  assertTrue(await exists(`${t.ov}/ledger/kimicode`));
+  /** What is under ~/.openviking but the program copies: every path and file. */
+  const ours = async () =>
+    Object.entries(await snapshot(t.ov)).filter(([p]) => !p.startsWith(`${versions}/`));
+  /** Every hook event of `kimi` after `said` (an uninstall's words): nothing printed, asked or written. */
+  const silent = async (said: string, kimi = t.kimi) => {
+    const [before, requests] = [await ours(), fake.requests.length];
+    const events = [["session-start", "SessionStart"], ["stop", "Stop"], ["session-end", "SessionEnd"]];
+    for (const [event, name] of events) assertEquals(await hook(kimi, event, name), "", event);
+    assertEquals(await prompt(kimi), "", "the prompt hook prints nothing: memory is gone");
+    assertEquals(await ours(), before, `nothing of ours made or changed after:\n${said}`);
+    assertEquals(fake.requests.length, requests, "no request to the server");
+  };
+  return { t, copy, prompt, silent };
+}
+
+Deno.test({
+  name:
+    "after uninstall --purge, a running Kimi's hooks (the copy kept in use) write nothing under ~/.openviking and print nothing",
+  ignore: Deno.build.os === "windows",
+  async fn() {
+    await using dir = await tempDir();
+    await using fake = await FakeOpenViking.start();
+    const { t, copy, silent } = await installedHooks(dir.path, fake);
+    const holder = await holdCopy(copy); // Kimi still running: the copy stays
+    try {
+      const said = await t.run(runUninstall, { purge: true, yes: true });
+      assertStringIncludes(said, `the version ${copy} was not removed`);
+      await silent(said);
+      for (const gone of ["hook-state", "ledger", "pending", "state", "logs"]) {
+        assertEquals(await exists(`${t.ov}/${gone}`), false, `${gone} came back after:\n${said}`);
+      }
+      assertTrue(await exists(copy), "the kept copy is there");
+    } finally {
+      holder.kill();
+      await holder.status;
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "a purge of one Kimi home while another stays installed: the purged home's running hooks write nothing, the other's work",
+  ignore: Deno.build.os === "windows",
+  async fn() {
+    await using dir = await tempDir();
+    await using fake = await FakeOpenViking.start();
+    const b = `${dir.path}/home/kimi-b`;
+    const { t, prompt, silent } = await installedHooks(dir.path, fake, [b]);
+    const said = await t.run(runUninstall, { purge: true, yes: true });
+    assertStringIncludes(said, "Kept for the Kimi home still installed");
+    await silent(said);
+    assertStringIncludes(await prompt(b), "<openviking-context>", "the home still installed recalls");
+    await silent(said);
+  },
+});
