@@ -89,6 +89,7 @@ import { breakerFiles } from "../openviking/breaker.ts";
 import { credentialFilePaths, DEFAULT_BASE_URL, loadConfig, originOf } from "../openviking/config.ts";
 import {
   countWords,
+  destinationFor,
   destinationOf,
   elsewhereOf,
   elsewhereWords,
@@ -504,7 +505,7 @@ async function purgeableData(ctx: Context, notes: Plan["notes"]): Promise<string
   const out = [defaultLogPath(ctx.env)];
   const { config } = await loadConfig(ctx.env, ctx.cwd);
   const cmd = commandName(ctx.env);
-  const here = destinationOf(config);
+  const here = await destinationFor(config);
   const queues = [
     [
       QUEUE_SUBDIR,

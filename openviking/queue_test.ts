@@ -22,6 +22,7 @@ import {
   BATCH_LIMIT,
   BATCH_MAX_BYTES,
   commitSession,
+  elsewhereWords,
   hasUnsent,
   type MessagePayload,
   nextBatchEnd,
@@ -320,7 +321,7 @@ Deno.test("replay: a write goes only to the server and identity it was queued fo
   await sendMessages(toOther, "kc-b", range(1), { ...base, queueOnly: true });
   const r = await replayQueue(dir.path, toOther, opts());
   assertEquals([r.replayed, contents(other, "kc-a"), contents(other, "kc-b")], [1, [], ["message 0"]]);
-  assertEquals(r.elsewhere, [{ url: gone.url, account: "", user: "ana", messages: 3, commits: 1 }]);
+  assertEquals(r.elsewhere, [{ url: gone.url, account: "", user: "ana", key: "", messages: 3, commits: 1 }]);
   assertEquals((await queuedMessages(dir.path, "kc-a")).length, 3, "nothing of kc-a went, nothing was lost");
   await using back = await FakeOpenViking.start({ port: gone.port });
   const otherUser = createClient({ baseUrl: `${gone.url}/`, userAgent: "t", timeoutMs: 2000, user: "bo" });
@@ -331,7 +332,7 @@ Deno.test("replay: a write goes only to the server and identity it was queued fo
     opts(),
   );
   assertEquals([home.replayed, contents(back, "kc-a"), home.elsewhere], [2, ["message 0", "message 1"], [
-    { url: other.url, account: "", user: "ana", messages: 1, commits: 0 },
+    { url: other.url, account: "", user: "ana", key: "", messages: 1, commits: 0 },
   ]]);
   assertEquals((await replayQueue(dir.path, toOther, opts())).replayed, 1, "then the rest goes to its own");
   assertEquals(contents(other, "kc-a"), ["message 2"]);
@@ -351,7 +352,16 @@ Deno.test("replay: a write queued under one user's key never goes with another u
   await using back = await FakeOpenViking.start({ port: gone.port });
   const bo = await replayQueue(dir.path, keyed(other), opts());
   assertEquals([bo.replayed, contents(back, "kc-a"), contents(back, "kc-b")], [0, [], []], "nothing goes");
-  assertEquals(bo.elsewhere?.map((e) => [e.url, e.messages, e.commits]), [[gone.url, 3, 1]]);
+  assertEquals(bo.elsewhere.map((e) => [e.url, e.owner, e.messages, e.commits]), [
+    [gone.url, "acme/coder", 2, 1],
+    [gone.url, undefined, 1, 0],
+  ]);
+  const words = elsewhereWords(bo.elsewhere)!;
+  assertTrue(
+    words.fix.includes(`\`OPENVIKING_URL=${gone.url} OPENVIKING_API_KEY=<acme/coder's key> `) &&
+      words.fix.includes(`\`OPENVIKING_URL=${gone.url} OPENVIKING_API_KEY=<the key they were queued under> `),
+    words.fix,
+  );
   assertEquals((await queuedMessages(dir.path)).length, 3, "it stays queued");
   const same = await replayQueue(dir.path, keyed(renewed), opts());
   assertEquals([same.replayed, contents(back, "kc-a"), back.sessions.get("kc-a")?.commits], [2, [
