@@ -5,7 +5,7 @@
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { type FakeOptions, type Fault, gzipBomb } from "../support/fake-openviking.ts";
+import { type FakeOptions, type Fault, gzipBomb, userKey } from "../support/fake-openviking.ts";
 import { enqueueMessages, ourQueue, queuedMessages, rejectedWrites } from "../support/queue.ts";
 import { cliArgs, denoEnv, runProcess } from "../support/run.ts";
 import { sessionQueueDir } from "../../openviking/queue.ts";
@@ -174,15 +174,17 @@ Deno.test("world: every message write refused for good is kept and shown as refu
 });
 
 Deno.test("world: a refused key while the session ends queues everything; with the key fixed all 6 arrive", async () => {
-  await using w = await world({ apiKey: "the-right-key-123" });
-  w.env.OPENVIKING_API_KEY = "an-expired-key-456";
+  // An expired key and its replacement: two keys of the same user, as OpenViking makes them.
+  const [right, expired] = [userKey("acme", "coder"), userKey("acme", "coder")];
+  await using w = await world({ apiKey: right });
+  w.env.OPENVIKING_API_KEY = expired;
   await w.turns(3);
   const st = await w.hook("session-end", { reason: "exit" });
   assertEquals([w.stored().length, (await queuedMessages(w.pending)).length], [0, 6]);
   assertEquals(st.lastCapture?.cause?.kind, "auth");
   const commits = (await ourQueue(w.pending)).filter((q) => q.kind === "commit");
   assertEquals(commits.length, 1, "SessionEnd's commit too");
-  w.env.OPENVIKING_API_KEY = "the-right-key-123";
+  w.env.OPENVIKING_API_KEY = right;
   // The next session's start replays the queue.
   assertEquals(await w.runAs("session_next", "session-start"), "");
   assertEquals([w.stored().length, w.commits()], [6, 1]);
