@@ -190,6 +190,41 @@ Deno.test("world: a refused key while the session ends queues everything; with t
   assertEquals([w.stored().length, w.commits()], [6, 1]);
 });
 
+Deno.test("world: writes queued under coder's key never go with another user's key for the same URL; coder's sends them", async () => {
+  await using w = await world({ rootKey: "the-root-key" });
+  const admin = async (path: string, body: Record<string, string>) => {
+    const headers = { authorization: "Bearer the-root-key", "content-type": "application/json" };
+    const r = await fetch(`${w.fake.url}/api/v1/admin/accounts${path}`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify(body),
+    });
+    return (await r.json()).result.user_key as string;
+  };
+  const coder = await admin("", { account_id: "acme", admin_user_id: "coder" });
+  const bo = await admin("/acme/users", { user_id: "bo" });
+  w.env.OPENVIKING_API_KEY = coder;
+  await w.turns(1);
+  w.fake.fault({ route: "*", status: 503 });
+  await w.hook("stop"); // the turn's 2 messages and their commit, queued
+  w.fake.clearFaults();
+  w.env.OPENVIKING_API_KEY = bo;
+  const from = w.fake.requests.length;
+  const r = await w.cli("replay");
+  const sent = w.fake.requests.slice(from).filter((q) => q.path.startsWith("/api/v1/sessions"));
+  assertEquals(
+    [sent.length, w.stored(), (await queuedMessages(w.pending)).length],
+    [0, [], 2],
+    "none with bo's key",
+  );
+  assertTrue(r.stderr.includes("OPENVIKING_API_KEY=<acme/coder's key> "), r.stderr);
+  const status = (await w.cli("status")).stdout;
+  assertTrue(status.includes("OPENVIKING_API_KEY=<acme/coder's key> "), status);
+  w.env.OPENVIKING_API_KEY = coder;
+  assertEquals((await w.cli("replay")).code, 0);
+  assertEquals([w.stored().length, w.commits()], [2, 1]);
+});
+
 Deno.test("world: the last turns of a session that ends during an outage are committed after recovery", async () => {
   await using w = await world();
   await w.turns(2);
