@@ -409,7 +409,7 @@ async function planCredentials(
   }
   if (creds.apiKey && saved.apiKey && creds.apiKey !== saved.apiKey && url === saved.url) {
     const { config } = await loadConfig(ctx.env, ctx.cwd);
-    const note = await keyChangeNote(ctx.env, { ...config, baseUrl: url }, saved.apiKey);
+    const note = await keyChangeNote(ctx.env, { ...config, baseUrl: url }, saved.apiKey, creds.apiKey);
     if (note) plan.notes.push(note);
   }
   const change: FileChange = { path, before, after: ov.after, backup: "bak", secret: true };

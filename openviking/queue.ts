@@ -121,7 +121,7 @@ export function elsewhereWords(held: readonly (Destination & ReturnType<typeof c
   const places = [...byPlace];
   const commands = places.map(([where]) => `\`${where} ${commandName()} replay\``).join(", ");
   return {
-    summary: places.map(([where, n]) => `${countWords(n)} are for another server, identity or key (${where})`)
+    summary: places.map(([where, n]) => `${countWords(n)} are for another server or identity (${where})`)
       .join("; "),
     fix: `they are sent only there: run ${commands} (with that server's key in OPENVIKING_API_KEY if it ` +
       "needs one); they stay queued until then",
