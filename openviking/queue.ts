@@ -60,7 +60,7 @@ export function destinationOf(o: { baseUrl: string; account?: string; user?: str
  * itself reads them before it checks the secret (0.5 `api_keys/new.py parse_api_key`); undefined for any
  * other key.
  */
-export function keyOwner(apiKey: string): string | undefined {
+function keyOwner(apiKey: string): string | undefined {
   const parts = apiKey.split(".");
   if (parts.length !== 3) return undefined;
   const decode = (b: string) => {
