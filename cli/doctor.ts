@@ -339,7 +339,7 @@ const inWords = (q: queues.QueueSummary) => ({
 });
 
 /** The pending queue (per session), and the queue files replay set aside. */
-function queueChecks(env: paths.Env, config: Config, places: Places, now: number): Check[] {
+async function queueChecks(env: paths.Env, config: Config, places: Places, now: number): Promise<Check[]> {
   const [c, { pending: dir, queue: q }] = [checkOf("queue"), places];
   const aside = queues.setAsideWords(places.setAside);
   const rest = aside ? [checkOf("set-aside").warn(aside.summary, aside.fix)] : [];
@@ -350,7 +350,7 @@ function queueChecks(env: paths.Env, config: Config, places: Places, now: number
   const oldest = Math.min(...q.sessions.map((s) => s.oldest), now);
   const { words, detail } = inWords(q);
   const summary = `${words} waiting in ${dir}, oldest from ${iso(oldest)}`;
-  const away = queues.elsewhereOf(q.sessions, queues.destinationOf(config));
+  const away = queues.elsewhereOf(q.sessions, await queues.destinationFor(config));
   if (away) return [c.warn(`${summary}; ${away.summary}`, away.fix, detail), ...rest];
   if (now - oldest <= 3_600_000) return [c.info(summary), ...rest];
   const fix = "they are sent when the server takes them (at the next session start); send them now with " +
@@ -435,7 +435,7 @@ async function captureChecks(
   const queue = await queues.queueSummary(places.pending).catch(() => undefined);
   const held = queue?.sessions.find((q) => q.sessionId === `${SESSION_PREFIX}${name}`);
   const left = held?.entries;
-  const away = held && !queues.goesTo(held.to, queues.destinationOf(config));
+  const away = held && !queues.goesTo(held.to, await queues.destinationFor(config));
   const fate = last && cause && last.queued > 0 && last.rejected === 0 && cause.kind !== "local"
     ? (!left ? "delivered" : away ? "elsewhere" : answers ? "waiting" : "blocked")
     : undefined;

@@ -390,7 +390,7 @@ export async function collectStatus(env: paths.Env, cwd: string, choice: Session
   const alarm = canAsk ? await askAlarm(client) : null;
   if (alarm === null) notAsked.push("what the newest commits made");
   if (!conn.reachable) notAsked.unshift("whether the key is accepted");
-  const here = queues.destinationOf(config);
+  const here = await queues.destinationFor(config);
   const elsewhere = queues.elsewhereOf(queue.sessions, here);
   const x = alarm && alarmWords(alarm);
   const extraction = alarm && x &&

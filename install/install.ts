@@ -89,6 +89,7 @@ import { breakerFiles } from "../openviking/breaker.ts";
 import { credentialFilePaths, DEFAULT_BASE_URL, loadConfig, originOf } from "../openviking/config.ts";
 import {
   countWords,
+  destinationFor,
   destinationOf,
   elsewhereOf,
   elsewhereWords,
@@ -408,7 +409,7 @@ async function planCredentials(
   }
   if (creds.apiKey && saved.apiKey && creds.apiKey !== saved.apiKey && url === saved.url) {
     const { config } = await loadConfig(ctx.env, ctx.cwd);
-    const note = await keyChangeNote(ctx.env, { ...config, baseUrl: url }, saved.apiKey);
+    const note = await keyChangeNote(ctx.env, { ...config, baseUrl: url }, saved.apiKey, creds.apiKey);
     if (note) plan.notes.push(note);
   }
   const change: FileChange = { path, before, after: ov.after, backup: "bak", secret: true };
@@ -504,7 +505,7 @@ async function purgeableData(ctx: Context, notes: Plan["notes"]): Promise<string
   const out = [defaultLogPath(ctx.env)];
   const { config } = await loadConfig(ctx.env, ctx.cwd);
   const cmd = commandName(ctx.env);
-  const here = destinationOf(config);
+  const here = await destinationFor(config);
   const queues = [
     [
       QUEUE_SUBDIR,

@@ -26,6 +26,7 @@ import { loadConfig } from "../openviking/config.ts";
 import {
   countWords,
   type Destination,
+  destinationFor,
   destinationOf,
   elsewhereWords,
   goesTo,
@@ -38,22 +39,26 @@ import { commandName } from "../lib/self.ts";
 import { wrap } from "../lib/columns.ts";
 
 /**
- * Install's line when another key replaces `oldKey` for the same server (`to`): what waits under the old key —
- * captures only a run with it commits (the idle commits take their own key's), and queued writes, which carry
- * no key and so go with the new one at the next replay — and the replay that sends them as before.
+ * Install's line when `newKey` replaces `oldKey` for the same server (`to`): what waits under the old key —
+ * captures only a run with it commits (the idle commits take their own key's), and queued writes, which go
+ * only with it or a key naming the same user — and the replay that sends them.
  */
 export async function keyChangeNote(
   env: Context["env"],
   to: { baseUrl: string; account: string; user: string },
   oldKey: string,
+  newKey: string,
 ): Promise<string | undefined> {
   const old = await sessionDestination({ ...to, apiKey: oldKey });
   const waiting = (await waitingSessions(hookStateDir(env), { ms: 0, destination: old })).map((w) =>
     uncommitted(w.state).filter((u) => u.destination === old).reduce((n, u) => n + u.captured, 0)
   );
-  const here = destinationOf(to);
+  const [was, now] = [
+    await destinationFor({ ...to, apiKey: oldKey }),
+    await destinationFor({ ...to, apiKey: newKey }),
+  ];
   const queued = (await queueSummary(pendingDir(env)).catch(() => undefined))?.sessions
-    .filter((s) => s.to && goesTo(s.to, here)) ?? [];
+    .filter((s) => s.to && goesTo(s.to, was) && !goesTo(s.to, now)) ?? [];
   if (!waiting.length && !queued.length) return undefined;
   const sum = (k: "messages" | "commits") => queued.reduce((n, s) => n + s[k], 0);
   const parts = [
@@ -64,10 +69,10 @@ export async function keyChangeNote(
       "only that key makes",
     queued.length &&
     `${countWords({ messages: sum("messages"), commits: sum("commits"), sessions: queued.length })} queued ` +
-      "go with the new key at the next replay: to send them as before first, run " +
+      "go only with that key or one of the same user: to send them, run " +
       `\`OPENVIKING_API_KEY=<the previous key> ${commandName(env)} replay\``,
   ].filter(Boolean);
-  return `Note: under the previous key for ${here.url}, ${parts.join(", and ")}.`;
+  return `Note: under the previous key for ${was.url}, ${parts.join(", and ")}.`;
 }
 
 /** The time all of a purge's commits get together. */

@@ -8,7 +8,7 @@ import { Budget, type OpenVikingClient } from "../openviking/client.ts";
 import { dirName, joinPath, kimiHome } from "../lib/paths.ts";
 import { MAX_PRINTS, redact } from "../lib/redact.ts";
 import {
-  destinationOf,
+  destinationFor,
   hasUnsent,
   heldMessages,
   isHeld,
@@ -269,7 +269,11 @@ async function settleInflight(run: Run, state: SessionState): Promise<SessionSta
   const askFrom = state.inflight.askFrom ?? 0;
   const early = rest.length > 0 && Date.now() < askFrom;
   if (early) {
-    const queue = await SessionQueue.open(ctx.pendingDir, ctx.ovSessionId, destinationOf(run.client.options))
+    const queue = await SessionQueue.open(
+      ctx.pendingDir,
+      ctx.ovSessionId,
+      await destinationFor(run.client.options),
+    )
       .catch(() => undefined);
     const stored = await queue?.messages(rest.map((c) => c.payload), { unsure: askFrom });
     for (const c of rest.slice(0, stored ?? 0)) found.add(c.key);
@@ -318,7 +322,11 @@ async function replayBacklog(run: Run): Promise<{ backlog: boolean; queue?: Sess
     const bounds = { budget, sessionId, ttlDays: ctx.config.pendingTtlDays, waitUnsure: ctx.isWorker };
     run.report.backlog = await replayQueue(ctx.pendingDir, run.client, bounds);
   }
-  const queue = await SessionQueue.open(ctx.pendingDir, ctx.ovSessionId, destinationOf(run.client.options))
+  const queue = await SessionQueue.open(
+    ctx.pendingDir,
+    ctx.ovSessionId,
+    await destinationFor(run.client.options),
+  )
     .catch(() => undefined);
   return { backlog: queue ? queue.waiting : await hasUnsent(ctx.pendingDir, ctx.ovSessionId), queue };
 }
@@ -443,7 +451,7 @@ function ownCursor(state: SessionState, journal: string): SessionState {
  * captures uncommitted at another destination are owed to it (`capturingFor`).
  */
 async function settling(s: SessionState, ctx: HookContext): Promise<SessionState> {
-  const here = capturingFor(s, await sessionDestination(ctx.config), destinationOf(ctx.config));
+  const here = capturingFor(s, await sessionDestination(ctx.config), await destinationFor(ctx.config));
   return { ...here, promptsFrom: s.promptsFrom ?? s.lastCaptureAt ?? 0 };
 }
 

@@ -62,7 +62,7 @@ export const SessionStateSchema = z.object({
   ovSession: tolerant(z.string()),
   /** Where its captures went: a digest of server, identity and key (`sessionDestination`); idle commits use it. */
   destination: tolerant(z.string()),
-  /** That destination's server and identity (never the key): where a purge queues its commit. */
+  /** That destination (server, identity, key digest and owner; never the key): where a purge queues its commit. */
   to: tolerant(DestinationSchema),
   /** Captures left uncommitted at destinations the session's captures went to before: each one's to commit. */
   owed: or(

@@ -34,8 +34,18 @@ const MessageSchema = z.object({
 });
 export type MessagePayload = z.infer<typeof MessageSchema>;
 
-/** Where a write is meant to go: the server's base URL and the identity (never the key). */
-export const DestinationSchema = z.object({ url: z.string(), account: z.string(), user: z.string() });
+/**
+ * Where a write is meant to go: the server's base URL and the identity; `key`, a digest of the API key it was
+ * queued under ("": none; never the key), and `owner`, the `account/user` that key names (none: a key that
+ * names no user). A write without `key` was queued before keys were kept.
+ */
+export const DestinationSchema = z.object({
+  url: z.string(),
+  account: z.string(),
+  user: z.string(),
+  key: z.optional(z.string()),
+  owner: z.optional(z.string()),
+});
 export type Destination = z.infer<typeof DestinationSchema>;
 
 /** The destination of a client's writes: its base URL without userinfo or trailing slash, account, user. */
@@ -45,9 +55,44 @@ export function destinationOf(o: { baseUrl: string; account?: string; user?: str
   return { url: (url?.href ?? o.baseUrl).replace(/\/+$/, ""), account: o.account ?? "", user: o.user ?? "" };
 }
 
-/** Whether an entry queued for `to` (none: written before destinations were kept) may go to `here`. */
+/**
+ * The `account/user` an OpenViking user key names: its first two base64url segments of three, as the server
+ * itself reads them before it checks the secret (0.5 `api_keys/new.py parse_api_key`); undefined for any
+ * other key.
+ */
+function keyOwner(apiKey: string): string | undefined {
+  const parts = apiKey.split(".");
+  if (parts.length !== 3) return undefined;
+  const decode = (b: string) => {
+    try {
+      const bin = atob(b.replaceAll("-", "+").replaceAll("_", "/"));
+      return new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
+    } catch {
+      return "";
+    }
+  };
+  const [account, user] = parts.slice(0, 2).map(decode);
+  return account && user ? `${account}/${user}` : undefined;
+}
+
+/** The destination of `o`'s writes with its key's digest and owner: what writes are queued for. */
+export async function destinationFor(
+  o: { baseUrl: string; account?: string; user?: string; apiKey?: string },
+): Promise<Destination> {
+  const key = o.apiKey ? (await sha256Hex(`openviking-kimi key\n${o.apiKey}`)).slice(0, 16) : "";
+  const owner = o.apiKey ? keyOwner(o.apiKey) : undefined;
+  return { ...destinationOf(o), key, ...owner ? { owner } : {} };
+}
+
+/**
+ * Whether an entry queued for `to` may go to `here`: the same server and identity, and the key it was queued
+ * under or one naming the same owner (the server takes a key only as the user it names); an entry without
+ * `to` or `key` was queued before they were kept.
+ */
 export const goesTo = (to: Destination | undefined, here: Destination): boolean =>
-  !to || (to.url === here.url && to.account === here.account && to.user === here.user);
+  !to ||
+  (to.url === here.url && to.account === here.account && to.user === here.user &&
+    (to.key === undefined || to.key === here.key || (to.owner !== undefined && to.owner === here.owner)));
 
 /** Queued or refused writes in words, as status and doctor say them: "2 message(s), 1 commit(s) of 1 session(s)". */
 export const countWords = (c: { messages: number; commits: number; sessions?: number }): string =>
@@ -64,7 +109,10 @@ const countOf = (files: readonly { tag: string }[]) => ({
 export function elsewhereWords(held: readonly (Destination & ReturnType<typeof countOf>)[]) {
   const byPlace = new Map<string, ReturnType<typeof countOf>>();
   for (const d of held) {
-    const where = Object.entries({ URL: d.url, ACCOUNT: d.account, USER: d.user }).filter(([, v]) => v)
+    const key = d.key && `<${d.owner ? `${d.owner}'s key` : "the key they were queued under"}>`;
+    const where = Object.entries({ URL: d.url, ACCOUNT: d.account, USER: d.user, API_KEY: key }).filter((
+      [, v],
+    ) => v)
       .map(([k, v]) => `OPENVIKING_${k}=${v}`).join(" ");
     const n = byPlace.get(where) ?? { messages: 0, commits: 0 };
     byPlace.set(where, { messages: n.messages + d.messages, commits: n.commits + d.commits });
@@ -509,7 +557,7 @@ const queueOf = async (
   o: { queue?: SessionQueue; pendingDir: string },
   sid: string,
   client: OpenVikingClient,
-) => o.queue ?? await SessionQueue.open(o.pendingDir, sid, destinationOf(client.options));
+) => o.queue ?? await SessionQueue.open(o.pendingDir, sid, await destinationFor(client.options));
 
 /** Sends messages to session `sid` in order; what cannot be sent is queued behind the settled prefix. `beforeRequest` records the intent first (`askFrom` when queued unsure), `onAcked` the progress; if either throws, sending stops. */
 export async function sendMessages(
@@ -530,7 +578,12 @@ export async function sendMessages(
     const messages = await Promise.all(
       payloads.map(async (p) => ({ key: await messageKey(sid, p), payload: p })),
     );
-    const write: Write = { sessionId: sid, to: destinationOf(client.options), kind: "messages", messages };
+    const write: Write = {
+      sessionId: sid,
+      to: await destinationFor(client.options),
+      kind: "messages",
+      messages,
+    };
     const { settled: from, stop: cause, taskId: _, ...d } = options.queueOnly
       ? { settled: 0, sent: 0, rejections: [] } as Delivery
       : await deliver(client, options.pendingDir, write, options.budget, {
@@ -570,7 +623,12 @@ export async function commitSession(
   sid: string,
   options: { budget: Budget; pendingDir: string; key: string; queueOnly?: boolean; queue?: SessionQueue },
 ): Promise<CommitOutcome> {
-  const w: Write = { sessionId: sid, to: destinationOf(client.options), kind: "commit", key: options.key };
+  const w: Write = {
+    sessionId: sid,
+    to: await destinationFor(client.options),
+    kind: "commit",
+    key: options.key,
+  };
   const d = options.queueOnly
     ? undefined
     : await deliver(client, options.pendingDir, w, options.budget, {}).catch((e: Error) => e);
@@ -741,7 +799,7 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
   if (f.claimedBy !== undefined && !entry.unsure) {
     entry = await keep(claim, { ...entry, unsure: now + timeout });
   }
-  if (!goesTo(entry.to, destinationOf(run.client.options))) {
+  if (!goesTo(entry.to, await destinationFor(run.client.options))) {
     await Deno.rename(claim, path).catch(() => {});
     return entry.to!;
   }

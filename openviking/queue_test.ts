@@ -1,7 +1,7 @@
 /** Session writes (batches, one by one, a settled prefix, the rest queued), the queues on disk and their replay. */
 
 import { assertEquals, assertTrue } from "../tests/support/assert.ts";
-import { FakeOpenViking } from "../tests/support/fake-openviking.ts";
+import { FakeOpenViking, userKey } from "../tests/support/fake-openviking.ts";
 import { tempDir } from "../tests/support/temp.ts";
 import {
   clientOf,
@@ -22,6 +22,7 @@ import {
   BATCH_LIMIT,
   BATCH_MAX_BYTES,
   commitSession,
+  elsewhereWords,
   hasUnsent,
   type MessagePayload,
   nextBatchEnd,
@@ -320,7 +321,7 @@ Deno.test("replay: a write goes only to the server and identity it was queued fo
   await sendMessages(toOther, "kc-b", range(1), { ...base, queueOnly: true });
   const r = await replayQueue(dir.path, toOther, opts());
   assertEquals([r.replayed, contents(other, "kc-a"), contents(other, "kc-b")], [1, [], ["message 0"]]);
-  assertEquals(r.elsewhere, [{ url: gone.url, account: "", user: "ana", messages: 3, commits: 1 }]);
+  assertEquals(r.elsewhere, [{ url: gone.url, account: "", user: "ana", key: "", messages: 3, commits: 1 }]);
   assertEquals((await queuedMessages(dir.path, "kc-a")).length, 3, "nothing of kc-a went, nothing was lost");
   await using back = await FakeOpenViking.start({ port: gone.port });
   const otherUser = createClient({ baseUrl: `${gone.url}/`, userAgent: "t", timeoutMs: 2000, user: "bo" });
@@ -331,10 +332,45 @@ Deno.test("replay: a write goes only to the server and identity it was queued fo
     opts(),
   );
   assertEquals([home.replayed, contents(back, "kc-a"), home.elsewhere], [2, ["message 0", "message 1"], [
-    { url: other.url, account: "", user: "ana", messages: 1, commits: 0 },
+    { url: other.url, account: "", user: "ana", key: "", messages: 1, commits: 0 },
   ]]);
   assertEquals((await replayQueue(dir.path, toOther, opts())).replayed, 1, "then the rest goes to its own");
   assertEquals(contents(other, "kc-a"), ["message 2"]);
+});
+
+Deno.test("replay: a write queued under one user's key never goes with another user's key of the same URL; a new key of the same user sends it", async () => {
+  await using dir = await tempDir();
+  const gone = startHungServer();
+  await gone.close();
+  const keyed = (apiKey: string) =>
+    createClient({ baseUrl: gone.url, userAgent: "t", timeoutMs: 2000, apiKey });
+  const [coder, other, renewed] = [userKey("acme", "coder"), userKey("acme", "bo"), userKey("acme", "coder")];
+  const base = { budget: new Budget(5000), pendingDir: dir.path };
+  assertEquals((await sendMessages(keyed(coder), "kc-a", range(2), base)).queued, 2);
+  assertEquals((await commitSession(keyed(coder), "kc-a", { ...base, key: "k1" })).kind, "queued");
+  assertEquals((await sendMessages(keyed("key-ana"), "kc-b", range(1), base)).queued, 1);
+  await using back = await FakeOpenViking.start({ port: gone.port });
+  const bo = await replayQueue(dir.path, keyed(other), opts());
+  assertEquals([bo.replayed, contents(back, "kc-a"), contents(back, "kc-b")], [0, [], []], "nothing goes");
+  assertEquals(bo.elsewhere.map((e) => [e.url, e.owner, e.messages, e.commits]), [
+    [gone.url, "acme/coder", 2, 1],
+    [gone.url, undefined, 1, 0],
+  ]);
+  const words = elsewhereWords(bo.elsewhere)!;
+  assertTrue(
+    words.fix.includes(`\`OPENVIKING_URL=${gone.url} OPENVIKING_API_KEY=<acme/coder's key> `) &&
+      words.fix.includes(`\`OPENVIKING_URL=${gone.url} OPENVIKING_API_KEY=<the key they were queued under> `),
+    words.fix,
+  );
+  assertEquals((await queuedMessages(dir.path)).length, 3, "it stays queued");
+  const same = await replayQueue(dir.path, keyed(renewed), opts());
+  assertEquals([same.replayed, contents(back, "kc-a"), back.sessions.get("kc-a")?.commits], [2, [
+    "message 0",
+    "message 1",
+  ], 1]);
+  assertEquals(contents(back, "kc-b"), [], "a key that names no user: only that key sends it");
+  assertEquals((await replayQueue(dir.path, keyed("key-ana"), opts())).replayed, 1);
+  assertEquals(contents(back, "kc-b"), ["message 0"]);
 });
 
 Deno.test("an entry over 1 MiB (a long answer, the capture knob raised) is replayed whole, never set aside", async () => {

@@ -12,8 +12,11 @@ import { LiveJournal, MARK } from "./journal-model.ts";
 import { Processes, type Run } from "./procs.ts";
 import { Rng } from "./rng.ts";
 
-/** The API key of every sandbox: it must never show up in a log. */
-const API_KEY = "ovk-chaos-apikey-0123456789abcdef";
+/**
+ * The API key of every sandbox: it must never show up in a log. A user key as OpenViking makes them
+ * (account.user.secret), so each process's tagged key names the same user and sends the others' queued writes.
+ */
+const API_KEY = "Y2hhb3M.Y29kZXI.ovk-chaos-apikey-0123456789abcdef";
 /** The user's own files in the Kimi home, which nothing may touch. */
 const USER_FILES = {
   "config.toml": '# mine\r\ndefault_model = "k3"\r\n[[hooks]]\r\nevent = "Stop"\r\ncommand = "true"\r\n',

@@ -5,7 +5,7 @@
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { type FakeOptions, type Fault, gzipBomb } from "../support/fake-openviking.ts";
+import { type FakeOptions, type Fault, gzipBomb, userKey } from "../support/fake-openviking.ts";
 import { enqueueMessages, ourQueue, queuedMessages, rejectedWrites } from "../support/queue.ts";
 import { cliArgs, denoEnv, runProcess } from "../support/run.ts";
 import { sessionQueueDir } from "../../openviking/queue.ts";
@@ -174,18 +174,55 @@ Deno.test("world: every message write refused for good is kept and shown as refu
 });
 
 Deno.test("world: a refused key while the session ends queues everything; with the key fixed all 6 arrive", async () => {
-  await using w = await world({ apiKey: "the-right-key-123" });
-  w.env.OPENVIKING_API_KEY = "an-expired-key-456";
+  // An expired key and its replacement: two keys of the same user, as OpenViking makes them.
+  const [right, expired] = [userKey("acme", "coder"), userKey("acme", "coder")];
+  await using w = await world({ apiKey: right });
+  w.env.OPENVIKING_API_KEY = expired;
   await w.turns(3);
   const st = await w.hook("session-end", { reason: "exit" });
   assertEquals([w.stored().length, (await queuedMessages(w.pending)).length], [0, 6]);
   assertEquals(st.lastCapture?.cause?.kind, "auth");
   const commits = (await ourQueue(w.pending)).filter((q) => q.kind === "commit");
   assertEquals(commits.length, 1, "SessionEnd's commit too");
-  w.env.OPENVIKING_API_KEY = "the-right-key-123";
+  w.env.OPENVIKING_API_KEY = right;
   // The next session's start replays the queue.
   assertEquals(await w.runAs("session_next", "session-start"), "");
   assertEquals([w.stored().length, w.commits()], [6, 1]);
+});
+
+Deno.test("world: writes queued under coder's key never go with another user's key for the same URL; coder's sends them", async () => {
+  await using w = await world({ rootKey: "the-root-key" });
+  const admin = async (path: string, body: Record<string, string>) => {
+    const headers = { authorization: "Bearer the-root-key", "content-type": "application/json" };
+    const r = await fetch(`${w.fake.url}/api/v1/admin/accounts${path}`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify(body),
+    });
+    return (await r.json()).result.user_key as string;
+  };
+  const coder = await admin("", { account_id: "acme", admin_user_id: "coder" });
+  const bo = await admin("/acme/users", { user_id: "bo" });
+  w.env.OPENVIKING_API_KEY = coder;
+  await w.turns(1);
+  w.fake.fault({ route: "*", status: 503 });
+  await w.hook("stop"); // the turn's 2 messages and their commit, queued
+  w.fake.clearFaults();
+  w.env.OPENVIKING_API_KEY = bo;
+  const from = w.fake.requests.length;
+  const r = await w.cli("replay");
+  const sent = w.fake.requests.slice(from).filter((q) => q.path.startsWith("/api/v1/sessions"));
+  assertEquals(
+    [sent.length, w.stored(), (await queuedMessages(w.pending)).length],
+    [0, [], 2],
+    "none with bo's key",
+  );
+  assertTrue(r.stderr.includes("OPENVIKING_API_KEY=<acme/coder's key> "), r.stderr);
+  const status = (await w.cli("status")).stdout;
+  assertTrue(status.includes("OPENVIKING_API_KEY=<acme/coder's key> "), status);
+  w.env.OPENVIKING_API_KEY = coder;
+  assertEquals((await w.cli("replay")).code, 0);
+  assertEquals([w.stored().length, w.commits()], [2, 1]);
 });
 
 Deno.test("world: the last turns of a session that ends during an outage are committed after recovery", async () => {

@@ -15,10 +15,10 @@ import { tempDir } from "../support/temp.ts";
 import { acceptingFetch, closedAddress, exists, fakeCompiled, installSandbox } from "./helpers.ts";
 import { withLock } from "../../lib/lock.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
-import { SessionQueue } from "../../openviking/queue.ts";
+import { destinationFor, goesTo, queueSummary, SessionQueue } from "../../openviking/queue.ts";
 import { sessionDestination } from "../../memory/context.ts";
 import { appendLedger } from "../../memory/ledger.ts";
-import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { FakeOpenViking, userKey } from "../support/fake-openviking.ts";
 import { runIn } from "../cli/in-process.ts";
 import { textColumns } from "../../lib/columns.ts";
 import { commandName } from "../../lib/self.ts";
@@ -126,13 +126,14 @@ Deno.test("install with another key for the same URL says, in one line, what wai
   const s = { version: 1, capturedSinceCommit: 2, ovSession: "kc-s1", destination, lastAckedKey: "k2" };
   await Deno.writeTextFile(`${state}/kc-s1.json`, JSON.stringify(s));
   const msg = { role: "user" as const, content: "hello" };
-  await (await SessionQueue.open(`${t.ov}/pending`, "kc-s2", { url, account: "", user: "" })).messages([msg]);
+  const ana = await destinationFor({ baseUrl: url, apiKey: "key-of-ana" });
+  await (await SessionQueue.open(`${t.ov}/pending`, "kc-s2", ana)).messages([msg]);
   for (const dryRun of [true, false]) {
     const said = (await install("key-of-bo", dryRun)).split("\n").filter((l) => /previous key/.test(l));
     assertEquals(said.length, 1, said.join("\n"));
     assertMatch(
       said[0],
-      /^Note: under the previous key for http:\/\/127\.0\.0\.1:9, 2 message\(s\) of 1 session\(s\) wait for a commit that only that key makes, and 1 message\(s\), 0 commit\(s\) of 1 session\(s\) queued go with the new key at the next replay: to send them as before first, run `OPENVIKING_API_KEY=<the previous key> .+ replay`\.$/,
+      /^Note: under the previous key for http:\/\/127\.0\.0\.1:9, 2 message\(s\) of 1 session\(s\) wait for a commit that only that key makes, and 1 message\(s\), 0 commit\(s\) of 1 session\(s\) queued go only with that key or one of the same user: to send them, run `OPENVIKING_API_KEY=<the previous key> .+ replay`\.$/,
     );
   }
 });
@@ -328,6 +329,32 @@ Deno.test("uninstall --purge queues another server's uncommitted captures for th
   const replay = await runIn({ ...ctx.env as Record<string, string>, ...vars }, ["replay"]);
   assertEquals(replay.code, 0, replay.stdout + replay.stderr);
   assertEquals([old.sessions.get("kc-s1")?.commits, old.sessions.get("kc-s2")?.commits], [1, 1]);
+});
+
+Deno.test("uninstall --purge after a key change queues the old key's commit under that key: another user's key never sends it", async () => {
+  await using dir = await tempDir();
+  const posts: string[] = [];
+  const fetcher: typeof fetch = (input) => {
+    posts.push(new URL(String(input)).pathname);
+    return Promise.resolve(Response.json({ status: "ok", result: { task_id: "t1" } }));
+  };
+  const { t, ctx, watchDir } = await purgeSandbox(dir.path, 2, fetcher);
+  const url = "http://127.0.0.1:9";
+  const [coder, bo] = [userKey("acme", "coder"), userKey("acme", "bo")];
+  // kc-s1 captured under coder's key; the key now configured is bo's.
+  const was = JSON.parse(await Deno.readTextFile(`${watchDir}/kc-s1.json`));
+  const destination = await sessionDestination({ baseUrl: url, account: "", user: "", apiKey: coder });
+  const to = await destinationFor({ baseUrl: url, apiKey: coder });
+  await Deno.writeTextFile(`${watchDir}/kc-s1.json`, JSON.stringify({ ...was, destination, to }));
+  const env = { ...ctx.env, OPENVIKING_API_KEY: bo };
+  posts.length = 0;
+  const said = await t.run(runUninstall, { purge: true }, { ...ctx, env });
+  assertEquals(posts, [], "nothing went with bo's key");
+  assertStringIncludes(said.replace(/\n\s+/g, " "), `OPENVIKING_API_KEY=<acme/coder's key>`);
+  const queued = (await queueSummary(`${t.ov}/pending`)).sessions;
+  assertEquals(queued.map((q) => [q.sessionId, q.commits]), [["kc-s1", 1]]);
+  assertEquals(goesTo(queued[0].to, await destinationFor({ baseUrl: url, apiKey: bo })), false, "not bo's");
+  assertTrue(goesTo(queued[0].to, await destinationFor({ baseUrl: url, apiKey: userKey("acme", "coder") })));
 });
 
 Deno.test("uninstall --purge keeps the state of a capture cut off mid-send, in a line per session and the command that drops it", async () => {

@@ -190,7 +190,7 @@ interface FakeUser {
 }
 
 /** A user key in the real server's format: account, user and a random secret, each base64url. */
-function userKey(account: string, user: string): string {
+export function userKey(account: string, user: string): string {
   const b64 = (t: string) => btoa(t).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
   return [account, user, crypto.randomUUID().replaceAll("-", "")].map(b64).join(".");
 }
