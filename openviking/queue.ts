@@ -86,13 +86,14 @@ export async function destinationFor(
 
 /**
  * Whether an entry queued for `to` may go to `here`: the same server and identity, and the key it was queued
- * under or one naming the same owner (the server takes a key only as the user it names); an entry without
- * `to` or `key` was queued before they were kept.
+ * under, one naming the same owner (the server takes a key only as the user it names), or any key when it was
+ * queued with none (no other user's key made it: the key the user gives later is its owner's); an entry
+ * without `to` or `key` was queued before they were kept.
  */
 export const goesTo = (to: Destination | undefined, here: Destination): boolean =>
   !to ||
   (to.url === here.url && to.account === here.account && to.user === here.user &&
-    (to.key === undefined || to.key === here.key || (to.owner !== undefined && to.owner === here.owner)));
+    (!to.key || to.key === here.key || (to.owner !== undefined && to.owner === here.owner)));
 
 /** Queued or refused writes in words, as status and doctor say them: "2 message(s), 1 commit(s) of 1 session(s)". */
 export const countWords = (c: { messages: number; commits: number; sessions?: number }): string =>

@@ -373,6 +373,24 @@ Deno.test("replay: a write queued under one user's key never goes with another u
   assertEquals(contents(back, "kc-b"), ["message 0"]);
 });
 
+Deno.test("replay: a write queued with no key (none saved yet, or refused without one) goes with the key the user then gives", async () => {
+  await using dir = await tempDir();
+  const gone = startHungServer();
+  await gone.close();
+  const base = { budget: new Budget(5000), pendingDir: dir.path };
+  const keyless = createClient({ baseUrl: gone.url, userAgent: "t", timeoutMs: 2000 });
+  assertEquals((await sendMessages(keyless, "kc-n", range(2), base)).queued, 2);
+  await using back = await FakeOpenViking.start({ port: gone.port });
+  const keyed = createClient({
+    baseUrl: gone.url,
+    userAgent: "t",
+    timeoutMs: 2000,
+    apiKey: userKey("acme", "coder"),
+  });
+  const r = await replayQueue(dir.path, keyed, opts());
+  assertEquals([r.messages, r.elsewhere.length, contents(back, "kc-n")], [2, 0, ["message 0", "message 1"]]);
+});
+
 Deno.test("an entry over 1 MiB (a long answer, the capture knob raised) is replayed whole, never set aside", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
