@@ -167,6 +167,16 @@ async function holder(copy: string, watchDir?: string) {
 }
 
 /** A purge sandbox: installed (release binary), a version copy in place, a session with `messages` waiting for a commit. */
+/** A server that accepts every request (a commit: task t1), and the paths it was asked for. */
+function acceptingServer() {
+  const posts: string[] = [];
+  const fetcher: typeof fetch = (input) => {
+    posts.push(new URL(String(input)).pathname);
+    return Promise.resolve(Response.json({ status: "ok", result: { task_id: "t1" } }));
+  };
+  return { posts, fetcher };
+}
+
 async function purgeSandbox(path: string, messages: number, fetcher: typeof fetch) {
   const url = "http://127.0.0.1:9";
   const t = await installSandbox(path, { OPENVIKING_URL: url });
@@ -282,11 +292,7 @@ Deno.test("uninstall --purge against a server that never answers queues every wa
 Deno.test("uninstall --purge queues another server's uncommitted captures for that server; the command it prints delivers them there", async () => {
   await using dir = await tempDir();
   await using old = await FakeOpenViking.start();
-  const posts: string[] = [];
-  const fetcher: typeof fetch = (input) => {
-    posts.push(new URL(String(input)).pathname);
-    return Promise.resolve(Response.json({ status: "ok", result: { task_id: "t1" } }));
-  };
+  const { posts, fetcher } = acceptingServer();
   const { t, ctx, watchDir } = await purgeSandbox(dir.path, 2, fetcher);
   const was = JSON.parse(await Deno.readTextFile(`${watchDir}/kc-s1.json`));
   // kc-s1 was captured for the old server, its server and identity kept; kc-s2 by an older version: only its
@@ -333,11 +339,7 @@ Deno.test("uninstall --purge queues another server's uncommitted captures for th
 
 Deno.test("uninstall --purge after a key change queues the old key's commit under that key: another user's key never sends it", async () => {
   await using dir = await tempDir();
-  const posts: string[] = [];
-  const fetcher: typeof fetch = (input) => {
-    posts.push(new URL(String(input)).pathname);
-    return Promise.resolve(Response.json({ status: "ok", result: { task_id: "t1" } }));
-  };
+  const { posts, fetcher } = acceptingServer();
   const { t, ctx, watchDir } = await purgeSandbox(dir.path, 2, fetcher);
   const url = "http://127.0.0.1:9";
   const [coder, bo] = [userKey("acme", "coder"), userKey("acme", "bo")];
@@ -359,11 +361,7 @@ Deno.test("uninstall --purge after a key change queues the old key's commit unde
 
 Deno.test("uninstall --purge keeps the state of a capture cut off mid-send, in a line per session and the command that drops it", async () => {
   await using dir = await tempDir();
-  const posts: string[] = [];
-  const fetcher: typeof fetch = (input) => {
-    posts.push(new URL(String(input)).pathname);
-    return Promise.resolve(Response.json({ status: "ok", result: { task_id: "t1" } }));
-  };
+  const { posts, fetcher } = acceptingServer();
   const { t, ctx, watchDir } = await purgeSandbox(dir.path, 2, fetcher);
   const was = JSON.parse(await Deno.readTextFile(`${watchDir}/kc-s1.json`));
   for (const sid of ["kc-s1", "kc-s2", "kc-s3"]) {
