@@ -268,10 +268,7 @@ export async function showMemory(
 }
 
 /** Forgets memory `uri`: its text (none if too large), `gone`, or the failure of the read or the delete. */
-export async function forgetMemory(
-  client: OpenVikingClient,
-  uri: string,
-): Promise<
+export async function forgetMemory(client: OpenVikingClient, uri: string): Promise<
   { ok: true; text?: string } | { ok: false; gone: true } | OvFailure & { during: "read" | "delete" }
 > {
   const memory = await read(client, uri);
