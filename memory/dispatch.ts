@@ -80,18 +80,23 @@ async function stateProblem(ctx: HookContext): Promise<string | undefined> {
 const slashed = (path: string) => path.replaceAll("\\", "/").replace(/(.)\/+$/, "$1");
 
 /**
- * Whether this run is of a program install placed for a Kimi home the record of homes no longer lists (a Kimi
- * still running after a purge); no home, or a record unreadable otherwise than missing, is no such run.
+ * Whether this run is of a program install placed (its copy, or the binary in our directory or in the
+ * plugin's) for a Kimi home the record of homes installed into no longer lists: a Kimi still running after
+ * an uninstall or a purge, whose hooks then do nothing. One read of the record; no home, or a record
+ * unreadable otherwise than missing, is no such run.
  */
 async function homeUninstalled(env: Env): Promise<boolean> {
   const program = copyDir() ?? (isCompiled() ? Deno.execPath() : undefined);
   const [integration, home] = [orNoHome(() => integrationDir(env)), orNoHome(() => kimiHome(env))];
   const dirs = [integration, env.KIMI_PLUGIN_ROOT?.trim()].filter(Boolean).map((d) => `${slashed(d!)}/`);
   if (!program || !home || !dirs.some((d) => slashed(program).startsWith(d))) return false;
-  const text = await Deno.readTextFile(homesFile(env)).catch((e) =>
-    e instanceof Deno.errors.NotFound ? "" : null
-  );
-  if (text === null) return false;
+  let text: string;
+  try {
+    text = await Deno.readTextFile(homesFile(env));
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) return false;
+    text = "";
+  }
   const listed = text.split("\n").map((l) => slashed(l.trim())).filter((l) => l !== "");
   if (listed.includes(slashed(home))) return false;
   // The same home spelled otherwise (a link on the way): only on this path, which writes nothing.
