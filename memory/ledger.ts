@@ -223,9 +223,8 @@ export function replayEntryOf(
 ): LedgerEntry | undefined {
   const r = isRecord(report) ? report : {};
   // A capture's backlog report carries the client's failure as it is.
-  const failed = isRecord(r.cause) && isRecord(r.cause.error)
-    ? causeOf(r.cause as unknown as OvFailure)
-    : r.cause;
+  const c = r.cause;
+  const failed = isRecord(c) && isRecord(c.error) ? causeOf(c as unknown as OvFailure) : c;
   const run = { kind: "replay", at: timing.startedAt, ms: timing.now - timing.startedAt, cause: failed };
   const { cause, ...counts } = ReplayEntrySchema.parse({ ...r, ...run });
   return counts.replayed || counts.rejected || cause ? { ...counts, ...(cause ? { cause } : {}) } : undefined;
@@ -275,12 +274,9 @@ export async function recordReplay(
   report: unknown,
   startedAt: number,
 ): Promise<boolean> {
-  const [entry, dir] = [
-    replayEntryOf(report, { startedAt, now: Date.now() }),
-    orNoHome(() => ledgerDir(env)),
-  ];
-  return !entry ||
-    (dir !== undefined && await appendLedger(dir, REPLAY_FILE, stamped(entry, config)));
+  const entry = replayEntryOf(report, { startedAt, now: Date.now() });
+  const dir = orNoHome(() => ledgerDir(env));
+  return !entry || (dir !== undefined && await appendLedger(dir, REPLAY_FILE, stamped(entry, config)));
 }
 
 const HOUSEKEEPING_EVERY_MS = 86_400_000;
@@ -299,10 +295,7 @@ export async function houseKeeping(ctx: HookContext, now = Date.now()): Promise<
   return temps;
 }
 
-/**
- * Appends the run's entry to its session's ledger (a replay's, and a capture's backlog, to the replay one);
- * `event` as the entry names it (the idle watch's commit: `idle`).
- */
+/** Appends the run's entry to its session's ledger (a replay's to the replay one); `event`: what it names. */
 export async function recordRun(
   ctx: HookContext,
   result: HookResult,
