@@ -541,28 +541,59 @@ const XML_SECRETS: readonly RegExp[] = [
 const INVISIBLE_IN_ASCII = /(?<=[!-~])[\p{Cf}\p{DI}]+(?=[!-~])/gu;
 
 /**
- * What can hide a token from the rules: an escape sequence (as is, or `\u001b[…` in a JSON string); a run of
- * marks and invisible characters (dropped after ASCII); a character of the scripts whose compatibility forms
- * fold to ASCII (fullwidth, mathematical, circled…: Latin, Greek, Common, and U+FB29); and {@link MASK}.
+ * Letters of other scripts a reader takes for Latin ones (Unicode's confusables of ASCII letters and digits among
+ * Cyrillic, Greek and Armenian, and Latin's own without a decomposition): `pаssword` with a Cyrillic `а`.
+ */
+const LOOKALIKES: Readonly<Record<string, string>> = Object.fromEntries(
+  ("а a е e һ h і i ј j к k о o р p с c ѕ s у y х x ԁ d ԛ q ԝ w ӏ l ү y ѵ v " +
+    "А A В B Е E З 3 К K М M Н H О O Р P С C Т T Х X Ѕ S І I Ј J Ү Y Ԛ Q Ԝ W Ӏ I Ѵ V " +
+    "α a β B γ y ι i κ k ν v ο o ρ p τ t υ u χ x ϲ c ϳ j ω w " +
+    "Α A Β B Ε E Ζ Z Η H Ι I Κ K Μ M Ν N Ο O Ρ P Τ T Υ Y Χ X Ϲ C Ϳ J " +
+    "օ o ս u հ h ո n ց g զ q ı i ȷ j ɑ a ɡ g ɩ i ɪ I ʀ R ʏ Y ᴀ A ᴄ C ᴅ D ᴇ E ᴋ K ᴍ M ᴏ O ᴘ P ᴛ T ᴜ U ᴠ V ᴡ W ᴢ Z")
+    .match(/\S \S/gu)!.map((pair) => [pair[0], pair[2]]),
+);
+
+/** ASCII a JSON `\u` escape may stand for inside a token or a key (a quote, blank or separator would end one). */
+const ESCAPED_WORD_CHAR = /^[\w.:=+/@~-]$/;
+
+/**
+ * What can hide a token from the rules: an escape sequence (as is, or `\u001b[…` in a JSON string); a JSON `\u`
+ * escape (a pair for a surrogate pair; escaped again in a JSON string: more backslashes before it); a run of marks and
+ * invisible characters (dropped after ASCII); a character of the scripts whose compatibility forms fold to ASCII
+ * (fullwidth, mathematical, circled…: Latin, Greek, Common, and U+FB29), a {@link LOOKALIKES} letter; and
+ * {@link MASK}.
  */
 const DISGUISE = new RegExp(
   String
-    .raw`${ESCAPE_SEQUENCE.source}|\\u001[bB]\[[0-?]*[ -/]*[@-~]|[\p{M}\p{Cf}\p{DI}]+|(?![\0-\x7f])[\p{sc=Latn}\p{sc=Zyyy}\p{sc=Grek}\ufb29\ue000]`,
+    .raw`${ESCAPE_SEQUENCE.source}|\\u001[bB]\[[0-?]*[ -/]*[@-~]|(?<json>\\+u[dD][89abAB][\da-fA-F]{2}\\+u[dD][c-fC-F][\da-fA-F]{2}|\\+u[\da-fA-F]{4})|[\p{M}\p{Cf}\p{DI}]+|(?![\0-\x7f])[\p{sc=Latn}\p{sc=Zyyy}\p{sc=Grek}\ufb29\ue000${
+    Object.keys(LOOKALIKES).join("")
+  }]`,
   "gu",
 );
 /** The printable ASCII a character's NFKC form is, or "" (cached: the distinct characters of the texts seen). */
 const asciiFolds = new Map<string, string>();
 const MAX_FOLDS_CACHED = 1 << 16;
 
+/**
+ * The printable ASCII a character reads as: its NFKC form, its {@link LOOKALIKES} letter, or its letter without
+ * accents (`á`); else "".
+ */
 function asciiFold(c: string): string {
   let folded = asciiFolds.get(c);
   if (folded === undefined) {
     const n = c.normalize("NFKC");
-    folded = n !== c && /^[ -~]+$/.test(n) ? n : "";
+    const bare = c.normalize("NFD").replace(/\p{M}+/gu, "");
+    folded = n !== c && /^[ -~]+$/.test(n)
+      ? n
+      : LOOKALIKES[c] ?? (bare !== c && /^[A-Za-z]$/.test(bare) ? bare : "");
     if (asciiFolds.size < MAX_FOLDS_CACHED) asciiFolds.set(c, folded);
   }
   return folded;
 }
+
+/** The character a JSON `\u` escape (or a pair) stands for, any backslashes before each `u` dropped. */
+const unescaped = (escape: string): string =>
+  String.fromCharCode(...escape.split(/\\+u/).slice(1).map((h) => Number.parseInt(h, 16)));
 
 /** What {@link redactDisguised}'s rules hide a secret with: as long as the secret, so offsets hold. */
 const MASK = "\ue000";
@@ -584,13 +615,20 @@ function folded(text: string): { text: string; pieces: Piece[] } | undefined {
     out += s;
   };
   for (const m of text.matchAll(DISGUISE)) {
-    const [c, at] = [m[0], m.index];
+    const [c, at, json] = [m[0], m.index, m.groups?.json !== undefined];
     if (at > copied) put(text.slice(copied, at), copied, at - copied, true);
     if (at > copied && /[!-~]/.test(text[at - 1])) asciiEnd = at;
     copied = at + c.length;
-    const escape = c.charCodeAt(0) < 0xa0;
-    const invisible = !escape && /^[\p{M}\p{Cf}\p{DI}]/u.test(c);
-    const fold = escape || invisible ? "" : c === MASK ? "\ufffd" : asciiFold(c);
+    const read = json ? unescaped(c) : c;
+    const escape = !json && c.charCodeAt(0) < 0xa0;
+    const invisible = !escape && /^[\p{M}\p{Cf}\p{DI}]/u.test(read);
+    const fold = escape || invisible
+      ? ""
+      : c === MASK
+      ? "\ufffd"
+      : json && ESCAPED_WORD_CHAR.test(read)
+      ? read
+      : asciiFold(read);
     if (escape || (invisible && asciiEnd === at)) { // dropped
       changed = true;
       if (invisible) asciiEnd = copied;

@@ -238,6 +238,18 @@ export const CREDENTIALS: readonly Credential[] = [
   sample("assignment", "SSHPASS={} sshpass -e ssh deploy@web1", "ss4hEnv", "Pa55x"),
   sample("go-sql-dsn", 'sql.Open("mysql", "app:{}@tcp(db:3306)/app?parseTime=true")', "Tr0ub4", "dorXq"),
   sample("go-sql-dsn", "DSN=root:{}@unix(/var/run/mysqld/mysqld.sock)/app", "S3cr3t", "Pass"),
+  // Session 13's attack: look-alike letters and JSON escapes in a key's or a token's name; each went whole.
+  sample("disguised", "p\u0430ssword={} in the env", "Tr0ub4", "dorXq9"),
+  sample("disguised", "DB_P\u0410SSW\u041eRD={}", "Hunter2", "Rover9"),
+  sample("disguised", "t\u03bfken: {} (a Greek ο)", "Zq8Rt6", "Wv3Yx1"),
+  sample("disguised", "push with {} please", "gh\u0440_ZX7DfL3Fuo", "XmsC4vynNdwifV0xbWhEpIjsXU"),
+  sample("disguised", "the key id {} is active", "\u0410KI\u0410", "B4XNGMU3N2ZJSP6Z"),
+  sample("disguised", "export p\u00e1ssword={}", "Tr0ub4", "dorXq9"),
+  sample("disguised", '{"env": "password\\u003d{}"}', "Tr0ub4", "dorXq9"),
+  sample("disguised", '{"\\u0070assword": "{}"}', "Tr0ub4", "dorXq9"),
+  sample("disguised", '{"cmd": "git push https://{}@github.com/acme/app"}', "ghp\\u005fZX7DfL3Fuo", "XmsC4vynNdwifV0xbWhEpIjsXU"),
+  sample("disguised", '{"env": "\\uff50\\uff41\\uff53\\uff53\\uff57\\uff4f\\uff52\\uff44={}"}', "Tr0ub4", "dorXq9"),
+  sample("disguised", '{"env": "p\\u0430ssword={}"}', "Tr0ub4", "dorXq9"),
 ];
 
 /**
