@@ -343,7 +343,11 @@ function redactAssignments(text: string, hide: Hide): string {
       /^[A-Za-z]{1,2}$/.test(value); // a string's prefix: f"…", rb'…'
     const literal = (block !== null && scalar) ||
       (op === "=" && ((!before && !after) || (envLine && !/[a-z]/.test(key))));
-    const redacted = value !== "" && !prefix && secretValue(value, literal, weak);
+    let redacted = value !== "" && !prefix && secretValue(value, literal, weak);
+    if (!redacted && envLine && !block) { // the line's first word, when a note or a comment follows it
+      const word = stickyAt(VALUE, text, at)?.[0] ?? "";
+      if (word !== value && secretValue(word, literal, weak)) [value, redacted] = [word, true];
+    }
     if (redacted) {
       out += text.slice(copied, at) + hide(value);
       copied = at + value.length;

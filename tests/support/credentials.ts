@@ -250,6 +250,8 @@ export const CREDENTIALS: readonly Credential[] = [
   sample("disguised", '{"cmd": "git push https://{}@github.com/acme/app"}', "ghp\\u005fZX7DfL3Fuo", "XmsC4vynNdwifV0xbWhEpIjsXU"),
   sample("disguised", '{"env": "\\uff50\\uff41\\uff53\\uff53\\uff57\\uff4f\\uff52\\uff44={}"}', "Tr0ub4", "dorXq9"),
   sample("disguised", '{"env": "p\\u0430ssword={}"}', "Tr0ub4", "dorXq9"),
+  sample("assignment", "DB_PASSWORD={} # (rotate monthly)", "Tr0ub4", "dorXq9"),
+  sample("assignment", "export API_TOKEN={} [the old one]", "Zq8Rt6", "Wv3Yx1"),
 ];
 
 /**
