@@ -99,6 +99,7 @@ const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
   github: /\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,})/g,
   gitlab: /\b(?:gl(?:pat|dt|ft|rt|soat|ffct|cbt|imt|agent|oas|ptt)-|GR1348941)[\w.-]{20,}/g,
   "atlassian-api-token": /\bATATT3[\w=-]{100,}/g,
+  "bitbucket-app-password": /\bATBB[A-Za-z0-9]{28,}/g,
   "npm-access-token": /\bnpm_[A-Za-z0-9]{36,}/g,
   "pypi-upload-token": /\bpypi-AgEIcHlwaS5vcmc[\w-]{50,}/g,
   "docker-hub-pat": /\bdckr_pat_[\w-]{20,}/g,
@@ -202,8 +203,11 @@ const USER_OPTION =
 
 /** Where a key that may name a secret is: a secret word in it, the scan's quick first look. */
 const SECRET_HINT = /secret|token|pass|pwd|cred|auth|key|sig|hmac|salt|otp|pin/gi;
-/** A key and its assignment operator, optionally quoted (`KEY=`, `"key": `, `--key=`, `key =>`, `\"key\": `). */
-const KEY_AT = /-{0,2}(\\?["']?)([A-Za-z_][\w.-]*)\1([ \t]*)(:=|=>|\?=|=|:)([ \t]*)/y;
+/**
+ * A key and its assignment operator, optionally quoted (`KEY=`, `"key": `, `--key=`, `key =>`, `\"key\": `), or
+ * subscripted (`os.environ['KEY'] = `).
+ */
+const KEY_AT = /-{0,2}(\\?["']?)([A-Za-z_][\w.-]*)\1\]?([ \t]*)(:=|=>|\?=|=|:)([ \t]*)/y;
 /** An assignment's value: a quoted string on its line, else a run of value characters. */
 const VALUE = /\\"[^"\r\n]*\\"|"[^"\r\n]*"|'[^'\r\n]*'|`[^`\r\n]*`|(?:[^\s"'`,;&\\]|\\(?![nrt]))+/y;
 /** A value's opening quote. */
@@ -489,8 +493,14 @@ const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp, after?: RegEx
   [/mongo(?:sh)?/, /(?:-p|--password)(?:[ \t]+|=)/],
   [/sqlcmd/, /-P(?:[ \t]+|=)/],
   [/ldap(?:search|add|modify|delete|passwd|whoami)/, /-w(?:[ \t]+|=)/],
-  [/htpasswd/, /-[A-Za-z]*b[A-Za-z]*[ \t]+(?:-\w+[ \t]+)*(?!-)\S+[ \t]+\S+[ \t]+/],
-  [/echo|printf/, /(?:)/, /[ \t]*\|[^\r\n;&]{0,200}?[ \t]--password-stdin\b/],
+  [/htpasswd/, /-(?![A-Za-z]*n)[A-Za-z]*b[A-Za-z]*[ \t]+(?:-\w+[ \t]+)*(?!-)\S+[ \t]+\S+[ \t]+/],
+  [/htpasswd/, /-(?=[A-Za-z]*n)[A-Za-z]*b[A-Za-z]*[ \t]+(?:-\w+[ \t]+)*(?!-)\S+[ \t]+/], // -n: no file
+  [/cf/, /auth[ \t]+(?!-)\S+[ \t]+/],
+  [
+    /echo|printf/,
+    /(?:)/,
+    /[ \t]*\|[^\r\n;&]{0,200}?[ \t](?:--password-stdin\b|sudo(?:[ \t]+-\w+)*?[ \t]+-[A-Za-z]*S\b)/,
+  ],
 ];
 /** A password a command's option gives: quoted, or up to a blank, quote, escape or pipe. */
 const OPTION_VALUE = String.raw`'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'\x60\\|]+`;
@@ -519,6 +529,15 @@ const GO_SQL_DSN = orAfterEscape(/(?<![\w.-])([\w.-]+:)([^\s@:"'\\]+)(?=@(?:tcp6
 const VAULT_INIT_KEY = orAfterEscape(
   /\b((?:Unseal|Recovery)[ \t]+Key[ \t]+\d+:[ \t]*)([A-Za-z0-9+/]{20,}={0,2})/g,
 );
+
+/**
+ * Strings given beside a secret's name: after a secret-named string and a comma (`Setenv("DB_PASSWORD", "…")`),
+ * and a secret-named call's one string (`setPassword("…")`); groups: the name, the quote, the value.
+ */
+const QUOTED_ARGUMENTS = [
+  /(?<![\w-])\\?["']([A-Za-z_][\w.-]*)\\?["'][ \t]*,[ \t]*(\\?["'])([^"'\r\n\\]{1,200})\2(?=[ \t]*[),\]])/g,
+  /(?<![\w-])([A-Za-z_]\w*)[ \t]*\([ \t]*(\\?["'])([^"'\r\n\\]{1,200})\2(?=[ \t]*\))/g,
+].map(orAfterEscape);
 
 /** curl's `-b`/`--cookie` with `name=value` pairs (not a cookie file), quoted or not. */
 const CURL_COOKIE = orAfterEscape(
@@ -761,6 +780,15 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
       CONFIG_SET,
       (m, head, gh, _q, name, value) =>
         (gh || secretName(name)) && secretValue(value, true) ? head + hide(value) : m,
+    ),
+  "quoted-argument": (text, hide = plain) =>
+    QUOTED_ARGUMENTS.reduce(
+      (out, re) =>
+        out.replace(re, (m, name: string, q: string, value: string) =>
+          secretName(name) && secretValue(value, false)
+            ? m.slice(0, m.length - value.length - q.length) + hide(value) + q
+            : m),
+      text,
     ),
   "xml-element": (text, hide = plain) =>
     XML_SECRETS.reduce((out, re) =>

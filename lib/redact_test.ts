@@ -245,6 +245,9 @@ Deno.test("redact: every rule is linear — 128 KB of its worst case in well und
     "JSON escapes, chained": mb("p\\u0430"),
     "backslashes before no escape": mb("\\\\u"),
     "halves of surrogate pairs escaped": mb("\\ud83d"),
+    "secret-named strings and commas, chained": mb('"token", '),
+    "secret-named calls, never closed": mb('setPassword("a'),
+    "subscripted keys, chained": mb("ENV['TOKEN'] "),
   };
   assertLinear("redact", redact, cases, BOUND_MS);
 });
