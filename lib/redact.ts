@@ -203,6 +203,8 @@ const USER_OPTION =
 
 /** Where a key that may name a secret is: a secret word in it, the scan's quick first look. */
 const SECRET_HINT = /secret|token|pass|pwd|cred|auth|key|sig|hmac|salt|otp|pin/gi;
+/** {@link SECRET_HINT} as a test. */
+const SECRET_HINT_WORD = new RegExp(SECRET_HINT.source, "i");
 /**
  * A key and its assignment operator, optionally quoted (`KEY=`, `"key": `, `--key=`, `key =>`, `\"key\": `), or
  * subscripted (`os.environ['KEY'] = `).
@@ -237,7 +239,7 @@ const SECRET_WORDS = wordSet(
 /** Last words that make a key name one about a secret, not of one: `TOKEN_URL`, `password_file`, `token_type`. */
 const ABOUT_SECRET = wordSet(
   "url uri endpoint host path file dir name type mode method header count length len size limit max min " +
-    "enabled required ttl timeout expiry expires format prefix provider version id",
+    "enabled required ttl timeout expiry expires format prefix provider version id stdin",
 );
 
 /** Secret words a key's one word may end with (`PGPASSWORD`, `redispassword`, `GITHUBTOKEN`): env names glued. */
@@ -499,7 +501,7 @@ const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp, after?: RegEx
   [
     /echo|printf/,
     /(?:)/,
-    /[ \t]*\|[^\r\n;&]{0,200}?[ \t](?:--password-stdin\b|sudo(?:[ \t]+-\w+)*?[ \t]+-[A-Za-z]*S\b)/,
+    /[ \t]*\|[^\r\n;&]{0,200}?[ \t](?:--password-stdin\b|sudo(?:[ \t]+-\w+)*?[ \t]+-[A-Za-z]*S\b|chpasswd\b)/,
   ],
 ];
 /** A password a command's option gives: quoted, or up to a blank, quote, escape or pipe. */
@@ -538,6 +540,16 @@ const QUOTED_ARGUMENTS = [
   /(?<![\w-])\\?["']([A-Za-z_][\w.-]*)\\?["'][ \t]*,[ \t]*(\\?["'])([^"'\r\n\\]{1,200})\2(?=[ \t]*[),\]])/g,
   /(?<![\w-])([A-Za-z_]\w*)[ \t]*\([ \t]*(\\?["'])([^"'\r\n\\]{1,200})\2(?=[ \t]*\))/g,
 ].map(orAfterEscape);
+
+/** A secret-named command-line option and the value after a blank (`--secret-key …`, `-auth user:…`). */
+const SECRET_OPTION = orAfterEscape(
+  /(?<![\w-])(--?([A-Za-z][\w-]*)[ \t]+)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g,
+);
+
+/** A bash here-string's word (`<<< …`): the input of a command that names a secret before it. */
+const HERE_STRING = /<<<[ \t]*('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g;
+/** How far back on its line a here-string looks for a secret's name. */
+const HERE_STRING_REACH = 200;
 
 /** curl's `-b`/`--cookie` with `name=value` pairs (not a cookie file), quoted or not. */
 const CURL_COOKIE = orAfterEscape(
@@ -773,6 +785,20 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   "oracle-logon": headed(ORACLE_LOGON, all),
   "go-sql-dsn": headed(GO_SQL_DSN, all),
   "vault-init-key": headed(VAULT_INIT_KEY, all),
+  "secret-option": (text, hide = plain) =>
+    text.replace(
+      SECRET_OPTION,
+      (m, head: string, name: string, value: string) =>
+        secretName(name) && secretValue(value, false) ? head + hide(value) : m,
+    ),
+  "here-string": (text, hide = plain) =>
+    text.replace(HERE_STRING, (m, value: string, at: number) => {
+      const before = text.slice(Math.max(0, at - HERE_STRING_REACH), at);
+      const command = before.split(/\\n|[\n;|&"]/).at(-1)!; // since the line's or the command's start
+      return SECRET_HINT_WORD.test(command) && secretValue(value, true)
+        ? m.slice(0, -value.length) + hide(value)
+        : m;
+    }),
   "curl-cookie": (text, hide = plain) =>
     text.replace(CURL_COOKIE, (_m, head, _q, pairs) => head + redactCookies(pairs, false, hide)),
   "config-set": (text, hide = plain) =>

@@ -248,6 +248,8 @@ Deno.test("redact: every rule is linear — 128 KB of its worst case in well und
     "secret-named strings and commas, chained": mb('"token", '),
     "secret-named calls, never closed": mb('setPassword("a'),
     "subscripted keys, chained": mb("ENV['TOKEN'] "),
+    "secret-named options, chained": mb("--token a1 "),
+    "here-strings after a secret's name": "token " + mb("<<< a1 "),
   };
   assertLinear("redact", redact, cases, BOUND_MS);
 });

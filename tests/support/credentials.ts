@@ -256,11 +256,16 @@ export const CREDENTIALS: readonly Credential[] = [
   sample("assignment", 'ENV["STRIPE_SECRET"] = "{}"', "Hunter2", "Rover9"),
   sample("quoted-argument", 'os.Setenv("GITHUB_TOKEN", "{}")', "Zq8Rt6", "Wv3Yx1"),
   sample("quoted-argument", "[System.Environment]::SetEnvironmentVariable('DB_PASS', '{}', 'User')", "Hunter2", "Rover9"),
-  sample("quoted-argument", 'ds.setPassword("{}");', "Tr0ub4", "dorXq9"),
+  sample("quoted-argument", 'client.setApiToken("{}");', "Tr0ub4", "dorXq9"),
   sample("password-option", "echo '{}' | sudo -S apt update", "Zq8Rt6", "Wv3Yx1"),
   sample("password-option", "htpasswd -nbB admin {} >> .htpasswd", "Hunter2", "Rover9"),
   sample("password-option", "cf auth admin {}", "Tr0ub4", "dorXq9"),
   sample("bitbucket-app-password", "BITBUCKET_APP_PASSWORD is {}", "ATBB", "Zq8Rt6Wv3Yx1Zq8Rt6Wv3Yx1AB12CD34"),
+  sample("secret-option", "aws s3 ls --secret-key {} --region x", "Zq8Rt6Wv3Yx1", "Zq8Rt6Wv3Yx1"),
+  sample("secret-option", "java -jar jenkins-cli.jar -auth me:{} build app", "Hunter2", "Rover9"),
+  sample("here-string", "gh auth login --with-token <<< {}", "ghx_Zq8Rt6", "Wv3Yx1Zq8Rt6"),
+  sample("here-string", "wrangler secret put API_TOKEN <<< '{}'", "Tr0ub4", "dorXq9"),
+  sample("password-option", "echo 'root:{}' | chpasswd", "Hunter2", "Rover9"),
 ];
 
 /**
@@ -308,6 +313,8 @@ export const NOT_SECRETS: readonly string[] = [
   "echo hello | cat; echo $TOKEN | docker login --password-stdin; htpasswd -c .htpasswd admin",
   "curl -b cookies.txt -c jar.txt https://x; git checkout -b fix-login; sqlplus / as sysdba; set -x PATH $PATH",
   "Unseal Key 1: see the vault runbook; -b=main",
+  "--token-budget 4096 --auth basic --key-file k.pem --api-key $KEY --password-stdin registry.example.com",
+  'cat <<< hello; read -r line <<< "$TOKEN"; grep key <<< $list; --passphrase-fd 0 --max-tokens 4096',
   't("password", "Password"); os.getenv("API_KEY", "default"); getToken("github"); field("token", "string")',
   "os.environ['DB_PASSWORD'] = getpass(); ENV['TOKEN'] = nil; setPassword(''); cf auth; htpasswd -nbB",
   "\u{1F469}\u200d\u{1F4BB} pairs; a \u200b spaced word, \u0641\u0627\u200c\u0631\u0633 \u200f and \u{1F44D}\u{1F3FD}",
