@@ -197,9 +197,9 @@ function userAndPassword(b64: string): boolean {
   }
 }
 
-/** The password of curl's `-u user:password` (not a numeric id, a variable or a placeholder). */
+/** The password of curl's `-u user:password` (not a numeric id, a variable, a placeholder or a URL's `//`). */
 const USER_OPTION =
-  /(?<![\w-])((?:--user|-u)(?:[ \t]+|=)["']?(?![$%{<[])[^\s"':]*:["']?)(?!\d+(?:[\s"']|$)|[$%{<[])([^\s"']+)/g;
+  /(?<![\w-])((?:--user|-u)(?:[ \t]+|=)["']?(?![$%{<[])[^\s"':]*:["']?)(?!\d+(?:[\s"']|$)|[$%{<[]|\/\/)([^\s"']+)/g;
 
 /** Where a key that may name a secret is: a secret word in it, the scan's quick first look. */
 const SECRET_HINT = /secret|token|pass|pwd|cred|auth|key|sig|hmac|salt|otp|pin/gi;

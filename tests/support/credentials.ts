@@ -315,6 +315,7 @@ export const NOT_SECRETS: readonly string[] = [
   "Unseal Key 1: see the vault runbook; -b=main",
   "--token-budget 4096 --auth basic --key-file k.pem --api-key $KEY --password-stdin registry.example.com",
   'cat <<< hello; read -r line <<< "$TOKEN"; grep key <<< $list; --passphrase-fd 0 --max-tokens 4096',
+  "az login --service-principal -u http://my-app --tenant acme; curl -u https://example.com",
   't("password", "Password"); os.getenv("API_KEY", "default"); getToken("github"); field("token", "string")',
   "os.environ['DB_PASSWORD'] = getpass(); ENV['TOKEN'] = nil; setPassword(''); cf auth; htpasswd -nbB",
   "\u{1F469}\u200d\u{1F4BB} pairs; a \u200b spaced word, \u0641\u0627\u200c\u0631\u0633 \u200f and \u{1F44D}\u{1F3FD}",
