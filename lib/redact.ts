@@ -546,6 +546,11 @@ const SECRET_OPTION = orAfterEscape(
   /(?<![\w-])(--?([A-Za-z][\w-]*)[ \t]+)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g,
 );
 
+/** A key-like name (`snake_case`, `kebab-case`, `camelCase`), a blank, a value: a table's row or a config command's pair. */
+const NAMED_VALUE = orAfterEscape(
+  /(?<![\w.-])([A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+|[a-z]+(?:[A-Z][a-z0-9]*)+)([ \t]+)([\w+/=~.-]{8,})(?![\w+/=~.-])/g,
+);
+
 /** A bash here-string's word (`<<< …`): the input of a command that names a secret before it. */
 const HERE_STRING = /<<<[ \t]*('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g;
 /** How far back on its line a here-string looks for a secret's name. */
@@ -790,6 +795,12 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
       SECRET_OPTION,
       (m, head: string, name: string, value: string) =>
         secretName(name) && secretValue(value, false) ? head + hide(value) : m,
+    ),
+  "named-value": (text, hide = plain) =>
+    text.replace(
+      NAMED_VALUE,
+      (m, name: string, gap: string, value: string) =>
+        secretName(name) && randomRun(value) ? name + gap + hide(value) : m,
     ),
   "here-string": (text, hide = plain) =>
     text.replace(HERE_STRING, (m, value: string, at: number) => {

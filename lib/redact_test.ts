@@ -249,6 +249,7 @@ Deno.test("redact: every rule is linear — 128 KB of its worst case in well und
     "secret-named calls, never closed": mb('setPassword("a'),
     "subscripted keys, chained": mb("ENV['TOKEN'] "),
     "secret-named options, chained": mb("--token a1 "),
+    "key-like names and values, chained": mb("db_token a1b2c3d4e5 "),
     "here-strings after a secret's name": "token " + mb("<<< a1 "),
   };
   assertLinear("redact", redact, cases, BOUND_MS);

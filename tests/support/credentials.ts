@@ -266,6 +266,8 @@ export const CREDENTIALS: readonly Credential[] = [
   sample("here-string", "gh auth login --with-token <<< {}", "ghx_Zq8Rt6", "Wv3Yx1Zq8Rt6"),
   sample("here-string", "wrangler secret put API_TOKEN <<< '{}'", "Tr0ub4", "dorXq9"),
   sample("password-option", "echo 'root:{}' | chpasswd", "Hunter2", "Rover9"),
+  sample("named-value", "rclone config create s3 s3 secret_access_key {} region x", "Zq8Rt6Wv", "3Yx1Zq8Rt6"),
+  sample("named-value", "NAME           VALUE\nDB_PASSWORD    {}\nDB_HOST        db.internal", "Hunter2x", "Rover9q"),
 ];
 
 /**
@@ -316,6 +318,7 @@ export const NOT_SECRETS: readonly string[] = [
   "--token-budget 4096 --auth basic --key-file k.pem --api-key $KEY --password-stdin registry.example.com",
   'cat <<< hello; read -r line <<< "$TOKEN"; grep key <<< $list; --passphrase-fd 0 --max-tokens 4096',
   "az login --service-principal -u http://my-app --tenant acme; curl -u https://example.com",
+  "the api_key field, auth_token 4096, DB_PASSWORD_FILE /run/s/db2, sort_key a1b2c3d4e5f6 and accessToken expired",
   't("password", "Password"); os.getenv("API_KEY", "default"); getToken("github"); field("token", "string")',
   "os.environ['DB_PASSWORD'] = getpass(); ENV['TOKEN'] = nil; setPassword(''); cf auth; htpasswd -nbB",
   "\u{1F469}\u200d\u{1F4BB} pairs; a \u200b spaced word, \u0641\u0627\u200c\u0631\u0633 \u200f and \u{1F44D}\u{1F3FD}",
