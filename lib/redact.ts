@@ -99,6 +99,7 @@ const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
   github: /\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,})/g,
   gitlab: /\b(?:gl(?:pat|dt|ft|rt|soat|ffct|cbt|imt|agent|oas|ptt)-|GR1348941)[\w.-]{20,}/g,
   "atlassian-api-token": /\bATATT3[\w=-]{100,}/g,
+  "bitbucket-app-password": /\bATBB[A-Za-z0-9]{28,}/g,
   "npm-access-token": /\bnpm_[A-Za-z0-9]{36,}/g,
   "pypi-upload-token": /\bpypi-AgEIcHlwaS5vcmc[\w-]{50,}/g,
   "docker-hub-pat": /\bdckr_pat_[\w-]{20,}/g,
@@ -196,14 +197,19 @@ function userAndPassword(b64: string): boolean {
   }
 }
 
-/** The password of curl's `-u user:password` (not a numeric id, a variable or a placeholder). */
+/** The password of curl's `-u user:password` (not a numeric id, a variable, a placeholder or a URL's `//`). */
 const USER_OPTION =
-  /(?<![\w-])((?:--user|-u)(?:[ \t]+|=)["']?(?![$%{<[])[^\s"':]*:["']?)(?!\d+(?:[\s"']|$)|[$%{<[])([^\s"']+)/g;
+  /(?<![\w-])((?:--user|-u)(?:[ \t]+|=)["']?(?![$%{<[])[^\s"':]*:["']?)(?!\d+(?:[\s"']|$)|[$%{<[]|\/\/)([^\s"']+)/g;
 
 /** Where a key that may name a secret is: a secret word in it, the scan's quick first look. */
 const SECRET_HINT = /secret|token|pass|pwd|cred|auth|key|sig|hmac|salt|otp|pin/gi;
-/** A key and its assignment operator, optionally quoted (`KEY=`, `"key": `, `--key=`, `key =>`, `\"key\": `). */
-const KEY_AT = /-{0,2}(\\?["']?)([A-Za-z_][\w.-]*)\1([ \t]*)(:=|=>|\?=|=|:)([ \t]*)/y;
+/** {@link SECRET_HINT} as a test. */
+const SECRET_HINT_WORD = new RegExp(SECRET_HINT.source, "i");
+/**
+ * A key and its assignment operator, optionally quoted (`KEY=`, `"key": `, `--key=`, `key =>`, `\"key\": `), or
+ * subscripted (`os.environ['KEY'] = `).
+ */
+const KEY_AT = /-{0,2}(\\?["']?)([A-Za-z_][\w.-]*)\1\]?([ \t]*)(:=|=>|\?=|=|:)([ \t]*)/y;
 /** An assignment's value: a quoted string on its line, else a run of value characters. */
 const VALUE = /\\"[^"\r\n]*\\"|"[^"\r\n]*"|'[^'\r\n]*'|`[^`\r\n]*`|(?:[^\s"'`,;&\\]|\\(?![nrt]))+/y;
 /** A value's opening quote. */
@@ -233,7 +239,7 @@ const SECRET_WORDS = wordSet(
 /** Last words that make a key name one about a secret, not of one: `TOKEN_URL`, `password_file`, `token_type`. */
 const ABOUT_SECRET = wordSet(
   "url uri endpoint host path file dir name type mode method header count length len size limit max min " +
-    "enabled required ttl timeout expiry expires format prefix provider version id",
+    "enabled required ttl timeout expiry expires format prefix provider version id stdin",
 );
 
 /** Secret words a key's one word may end with (`PGPASSWORD`, `redispassword`, `GITHUBTOKEN`): env names glued. */
@@ -343,7 +349,11 @@ function redactAssignments(text: string, hide: Hide): string {
       /^[A-Za-z]{1,2}$/.test(value); // a string's prefix: f"…", rb'…'
     const literal = (block !== null && scalar) ||
       (op === "=" && ((!before && !after) || (envLine && !/[a-z]/.test(key))));
-    const redacted = value !== "" && !prefix && secretValue(value, literal, weak);
+    let redacted = value !== "" && !prefix && secretValue(value, literal, weak);
+    if (!redacted && envLine && !block) { // the line's first word, when a note or a comment follows it
+      const word = stickyAt(VALUE, text, at)?.[0] ?? "";
+      if (word !== value && secretValue(word, literal, weak)) [value, redacted] = [word, true];
+    }
     if (redacted) {
       out += text.slice(copied, at) + hide(value);
       copied = at + value.length;
@@ -485,8 +495,14 @@ const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp, after?: RegEx
   [/mongo(?:sh)?/, /(?:-p|--password)(?:[ \t]+|=)/],
   [/sqlcmd/, /-P(?:[ \t]+|=)/],
   [/ldap(?:search|add|modify|delete|passwd|whoami)/, /-w(?:[ \t]+|=)/],
-  [/htpasswd/, /-[A-Za-z]*b[A-Za-z]*[ \t]+(?:-\w+[ \t]+)*(?!-)\S+[ \t]+\S+[ \t]+/],
-  [/echo|printf/, /(?:)/, /[ \t]*\|[^\r\n;&]{0,200}?[ \t]--password-stdin\b/],
+  [/htpasswd/, /-(?![A-Za-z]*n)[A-Za-z]*b[A-Za-z]*[ \t]+(?:-\w+[ \t]+)*(?!-)\S+[ \t]+\S+[ \t]+/],
+  [/htpasswd/, /-(?=[A-Za-z]*n)[A-Za-z]*b[A-Za-z]*[ \t]+(?:-\w+[ \t]+)*(?!-)\S+[ \t]+/], // -n: no file
+  [/cf/, /auth[ \t]+(?!-)\S+[ \t]+/],
+  [
+    /echo|printf/,
+    /(?:)/,
+    /[ \t]*\|[^\r\n;&]{0,200}?[ \t](?:--password-stdin\b|sudo(?:[ \t]+-\w+)*?[ \t]+-[A-Za-z]*S\b|chpasswd\b)/,
+  ],
 ];
 /** A password a command's option gives: quoted, or up to a blank, quote, escape or pipe. */
 const OPTION_VALUE = String.raw`'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'\x60\\|]+`;
@@ -516,6 +532,30 @@ const VAULT_INIT_KEY = orAfterEscape(
   /\b((?:Unseal|Recovery)[ \t]+Key[ \t]+\d+:[ \t]*)([A-Za-z0-9+/]{20,}={0,2})/g,
 );
 
+/**
+ * Strings given beside a secret's name: after a secret-named string and a comma (`Setenv("DB_PASSWORD", "…")`),
+ * and a secret-named call's one string (`setPassword("…")`); groups: the name, the quote, the value.
+ */
+const QUOTED_ARGUMENTS = [
+  /(?<![\w-])\\?["']([A-Za-z_][\w.-]*)\\?["'][ \t]*,[ \t]*(\\?["'])([^"'\r\n\\]{1,200})\2(?=[ \t]*[),\]])/g,
+  /(?<![\w-])([A-Za-z_]\w*)[ \t]*\([ \t]*(\\?["'])([^"'\r\n\\]{1,200})\2(?=[ \t]*\))/g,
+].map(orAfterEscape);
+
+/** A secret-named command-line option and the value after a blank (`--secret-key …`, `-auth user:…`). */
+const SECRET_OPTION = orAfterEscape(
+  /(?<![\w-])(--?([A-Za-z][\w-]*)[ \t]+)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g,
+);
+
+/** A key-like name (`snake_case`, `kebab-case`, `camelCase`), a blank, a value: a table's row or a config command's pair. */
+const NAMED_VALUE = orAfterEscape(
+  /(?<![\w.-])([A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+|[a-z]+(?:[A-Z][a-z0-9]*)+)([ \t]+)([\w+/=~.-]{8,})(?![\w+/=~.-])/g,
+);
+
+/** A bash here-string's word (`<<< …`): the input of a command that names a secret before it. */
+const HERE_STRING = /<<<[ \t]*('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g;
+/** How far back on its line a here-string looks for a secret's name. */
+const HERE_STRING_REACH = 200;
+
 /** curl's `-b`/`--cookie` with `name=value` pairs (not a cookie file), quoted or not. */
 const CURL_COOKIE = orAfterEscape(
   /(?<![\w-])((?:-b|--cookie)(?:[ \t]+|=)(\\?["']|))((?:(?!\2)[^\s"'\\])*=(?:(?!\2)[^\r\n"'\\])*)/g,
@@ -541,28 +581,59 @@ const XML_SECRETS: readonly RegExp[] = [
 const INVISIBLE_IN_ASCII = /(?<=[!-~])[\p{Cf}\p{DI}]+(?=[!-~])/gu;
 
 /**
- * What can hide a token from the rules: an escape sequence (as is, or `\u001b[…` in a JSON string); a run of
- * marks and invisible characters (dropped after ASCII); a character of the scripts whose compatibility forms
- * fold to ASCII (fullwidth, mathematical, circled…: Latin, Greek, Common, and U+FB29); and {@link MASK}.
+ * Letters of other scripts a reader takes for Latin ones (Unicode's confusables of ASCII letters and digits among
+ * Cyrillic, Greek and Armenian, and Latin's own without a decomposition): `pаssword` with a Cyrillic `а`.
+ */
+const LOOKALIKES: Readonly<Record<string, string>> = Object.fromEntries(
+  ("а a е e һ h і i ј j к k о o р p с c ѕ s у y х x ԁ d ԛ q ԝ w ӏ l ү y ѵ v " +
+    "А A В B Е E З 3 К K М M Н H О O Р P С C Т T Х X Ѕ S І I Ј J Ү Y Ԛ Q Ԝ W Ӏ I Ѵ V " +
+    "α a β B γ y ι i κ k ν v ο o ρ p τ t υ u χ x ϲ c ϳ j ω w " +
+    "Α A Β B Ε E Ζ Z Η H Ι I Κ K Μ M Ν N Ο O Ρ P Τ T Υ Y Χ X Ϲ C Ϳ J " +
+    "օ o ս u հ h ո n ց g զ q ı i ȷ j ɑ a ɡ g ɩ i ɪ I ʀ R ʏ Y ᴀ A ᴄ C ᴅ D ᴇ E ᴋ K ᴍ M ᴏ O ᴘ P ᴛ T ᴜ U ᴠ V ᴡ W ᴢ Z")
+    .match(/\S \S/gu)!.map((pair) => [pair[0], pair[2]]),
+);
+
+/** ASCII a JSON `\u` escape may stand for inside a token or a key (a quote, blank or separator would end one). */
+const ESCAPED_WORD_CHAR = /^[\w.:=+/@~-]$/;
+
+/**
+ * What can hide a token from the rules: an escape sequence (as is, or `\u001b[…` in a JSON string); a JSON `\u`
+ * escape (a pair for a surrogate pair; escaped again in a JSON string: more backslashes before it); a run of marks and
+ * invisible characters (dropped after ASCII); a character of the scripts whose compatibility forms fold to ASCII
+ * (fullwidth, mathematical, circled…: Latin, Greek, Common, and U+FB29), a {@link LOOKALIKES} letter; and
+ * {@link MASK}.
  */
 const DISGUISE = new RegExp(
   String
-    .raw`${ESCAPE_SEQUENCE.source}|\\u001[bB]\[[0-?]*[ -/]*[@-~]|[\p{M}\p{Cf}\p{DI}]+|(?![\0-\x7f])[\p{sc=Latn}\p{sc=Zyyy}\p{sc=Grek}\ufb29\ue000]`,
+    .raw`${ESCAPE_SEQUENCE.source}|\\u001[bB]\[[0-?]*[ -/]*[@-~]|(?<json>\\+u[dD][89abAB][\da-fA-F]{2}\\+u[dD][c-fC-F][\da-fA-F]{2}|\\+u[\da-fA-F]{4})|[\p{M}\p{Cf}\p{DI}]+|(?![\0-\x7f])[\p{sc=Latn}\p{sc=Zyyy}\p{sc=Grek}\ufb29\ue000${
+    Object.keys(LOOKALIKES).join("")
+  }]`,
   "gu",
 );
 /** The printable ASCII a character's NFKC form is, or "" (cached: the distinct characters of the texts seen). */
 const asciiFolds = new Map<string, string>();
 const MAX_FOLDS_CACHED = 1 << 16;
 
+/**
+ * The printable ASCII a character reads as: its NFKC form, its {@link LOOKALIKES} letter, or its letter without
+ * accents (`á`); else "".
+ */
 function asciiFold(c: string): string {
   let folded = asciiFolds.get(c);
   if (folded === undefined) {
     const n = c.normalize("NFKC");
-    folded = n !== c && /^[ -~]+$/.test(n) ? n : "";
+    const bare = c.normalize("NFD").replace(/\p{M}+/gu, "");
+    folded = n !== c && /^[ -~]+$/.test(n)
+      ? n
+      : LOOKALIKES[c] ?? (bare !== c && /^[A-Za-z]$/.test(bare) ? bare : "");
     if (asciiFolds.size < MAX_FOLDS_CACHED) asciiFolds.set(c, folded);
   }
   return folded;
 }
+
+/** The character a JSON `\u` escape (or a pair) stands for, any backslashes before each `u` dropped. */
+const unescaped = (escape: string): string =>
+  String.fromCharCode(...escape.split(/\\+u/).slice(1).map((h) => Number.parseInt(h, 16)));
 
 /** What {@link redactDisguised}'s rules hide a secret with: as long as the secret, so offsets hold. */
 const MASK = "\ue000";
@@ -584,13 +655,20 @@ function folded(text: string): { text: string; pieces: Piece[] } | undefined {
     out += s;
   };
   for (const m of text.matchAll(DISGUISE)) {
-    const [c, at] = [m[0], m.index];
+    const [c, at, json] = [m[0], m.index, m.groups?.json !== undefined];
     if (at > copied) put(text.slice(copied, at), copied, at - copied, true);
     if (at > copied && /[!-~]/.test(text[at - 1])) asciiEnd = at;
     copied = at + c.length;
-    const escape = c.charCodeAt(0) < 0xa0;
-    const invisible = !escape && /^[\p{M}\p{Cf}\p{DI}]/u.test(c);
-    const fold = escape || invisible ? "" : c === MASK ? "\ufffd" : asciiFold(c);
+    const read = json ? unescaped(c) : c;
+    const escape = !json && c.charCodeAt(0) < 0xa0;
+    const invisible = !escape && /^[\p{M}\p{Cf}\p{DI}]/u.test(read);
+    const fold = escape || invisible
+      ? ""
+      : c === MASK
+      ? "\ufffd"
+      : json && ESCAPED_WORD_CHAR.test(read)
+      ? read
+      : asciiFold(read);
     if (escape || (invisible && asciiEnd === at)) { // dropped
       changed = true;
       if (invisible) asciiEnd = copied;
@@ -712,6 +790,26 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
   "oracle-logon": headed(ORACLE_LOGON, all),
   "go-sql-dsn": headed(GO_SQL_DSN, all),
   "vault-init-key": headed(VAULT_INIT_KEY, all),
+  "secret-option": (text, hide = plain) =>
+    text.replace(
+      SECRET_OPTION,
+      (m, head: string, name: string, value: string) =>
+        secretName(name) && secretValue(value, false) ? head + hide(value) : m,
+    ),
+  "named-value": (text, hide = plain) =>
+    text.replace(
+      NAMED_VALUE,
+      (m, name: string, gap: string, value: string) =>
+        secretName(name) && randomRun(value) ? name + gap + hide(value) : m,
+    ),
+  "here-string": (text, hide = plain) =>
+    text.replace(HERE_STRING, (m, value: string, at: number) => {
+      const before = text.slice(Math.max(0, at - HERE_STRING_REACH), at);
+      const command = before.split(/\\n|[\n;|&"]/).at(-1)!; // since the line's or the command's start
+      return SECRET_HINT_WORD.test(command) && secretValue(value, true)
+        ? m.slice(0, -value.length) + hide(value)
+        : m;
+    }),
   "curl-cookie": (text, hide = plain) =>
     text.replace(CURL_COOKIE, (_m, head, _q, pairs) => head + redactCookies(pairs, false, hide)),
   "config-set": (text, hide = plain) =>
@@ -719,6 +817,15 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
       CONFIG_SET,
       (m, head, gh, _q, name, value) =>
         (gh || secretName(name)) && secretValue(value, true) ? head + hide(value) : m,
+    ),
+  "quoted-argument": (text, hide = plain) =>
+    QUOTED_ARGUMENTS.reduce(
+      (out, re) =>
+        out.replace(re, (m, name: string, q: string, value: string) =>
+          secretName(name) && secretValue(value, false)
+            ? m.slice(0, m.length - value.length - q.length) + hide(value) + q
+            : m),
+      text,
     ),
   "xml-element": (text, hide = plain) =>
     XML_SECRETS.reduce((out, re) =>
