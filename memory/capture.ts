@@ -111,7 +111,7 @@ export function asksToRemember(messages: readonly { role: string; content: strin
 export type CommitFacts = { since: number; sent: number; pendingTokens?: number; remember: boolean };
 
 /**
- * Whether a capture commits now (pure; ARCHITECTURE 13): never with nothing new; `every-turn` and any event but
+ * Whether a capture commits now (pure; ARCHITECTURE decision 13): never with nothing new; `every-turn` and any event but
  * Stop always; at a Stop `balanced` on an ask to remember or `BALANCED_PENDING_TOKENS`, `session-end` never.
  */
 export function commitDue(policy: CommitPolicy, event: HookEvent, facts: CommitFacts): boolean {
@@ -238,7 +238,7 @@ function planFrom(run: Run, state: SessionState, whole = false): Plan {
   return planCapture(run.scan.turns.turns, new Set(state.capturedKeys), state.ackedBelow, options);
 }
 
-/** Settles an unrecorded request's intent (ARCHITECTURE 7, 45): found queued or held, acknowledged; else resent. */
+/** Settles an unrecorded request's intent (ARCHITECTURE decisions 7, 45): found queued or held, acknowledged. */
 async function settleInflight(run: Run, state: SessionState): Promise<SessionState> {
   if (!state.inflight?.keys.length) return state;
   const { ctx } = run;
@@ -564,7 +564,7 @@ async function captureFromPrompts(
 
 /**
  * A session start's delivery of the prompts other sessions left unsettled the idle commit time (ARCHITECTURE
- * 12), of sessions whose captures went where this run's go; a busy one is left. Returns the messages delivered.
+ * decision 12), of sessions whose captures went where this run's go; a busy one is left. The messages sent.
  */
 export async function sendLeftPrompts(ctx: HookContext, budget: Budget): Promise<number> {
   if (!ctx.promptPaths || !ctx.config.autoCapture) return 0;

@@ -73,7 +73,7 @@ type IdleCommit = "done" | "not-due" | "failed" | "busy" | "unsettled";
 
 /**
  * Commits the session of state `file` if still due, under its lock (not waited for); an unsettled intent is
- * settled by a capture first (ARCHITECTURE 7), one whose journal is gone committed as the server holds it.
+ * settled by a capture first (ARCHITECTURE decision 7), one whose journal is gone committed as the server holds it.
  */
 async function commitIfIdle(ctx: HookContext, file: string, idle: Idle, budget: Budget): Promise<IdleCommit> {
   const at = Date.now();
@@ -142,7 +142,7 @@ async function sleepWhileThere(dir: string, ms: number): Promise<boolean> {
 }
 
 /**
- * The home's idle watch (one per destination, a lock; ARCHITECTURE 13): commits each session once idle, one at
+ * The home's idle watch (one per destination, a lock; ARCHITECTURE decision 13): commits each session once idle, one at
  * a time; ends when none waits, after `WATCH_MAX_MS`, at a failed commit, or once its directory goes (a purge).
  */
 export async function watchIdleSessions(ctx: HookContext): Promise<void> {

@@ -1,6 +1,6 @@
 /**
  * UserPromptSubmit: prints what recall.ts finds that the session lacks (while the breaker is open, a probe); the
- * recall query; the prompts kept for capture's fallback (ARCHITECTURE 12).
+ * recall query; the prompts kept for capture's fallback (ARCHITECTURE decision 12).
  */
 
 import { sha256Hex } from "../lib/hash.ts";

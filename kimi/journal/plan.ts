@@ -49,7 +49,7 @@ export const fallbackKey = (text: string, at: number): string => `fb:${textHash(
 /** Whether a journal prompt of `time` may be the one the prompt hook saw at `at` (10 s before to 60 s after). */
 export const seenAt = (time: number, at: number): boolean => time >= at - 10_000 && time <= at + 60_000;
 
-/** What `acked` holds besides whole messages: fallback sends by text hash, open answers' parts sent (ARCH. 8). */
+/** What `acked` holds besides whole messages: fallback sends by text hash, open answers' parts (decision 8). */
 function sentBefore(acked: ReadonlySet<string>) {
   const byFallback = new Map<string, number[]>();
   const parts = new Map<string, { length: number; hash: string }>();
