@@ -1,11 +1,8 @@
 /** The hook table: one row per Kimi event, how the hook process runs it and how install registers it. */
 
 /**
- * One hook event: Kimi's name, our CLI's (`hook <cli>`), Kimi's `matcher` and `timeout` (whole seconds), and
- * what a run does besides its handler: `detached` — the parent only hands stdin to a detached worker and exits
- * (kimi/detach.ts); `stateful` — keeps state or uses the queue, so without a home it does nothing; `captures` —
- * sends what the capture state must record, so it stops when that state cannot be written; `ledger` — what a
- * run did goes into the session's ledger, for `status`.
+ * One hook event: Kimi's name, our CLI's, Kimi's `matcher` and `timeout` (s); traits: `detached` (a worker runs
+ * it), `stateful` (nothing without a home), `captures` (stops when its state is unwritable), `ledger`.
  */
 type HookSpec = { event: string; cli: string; matcher?: string; timeout: number; traits: readonly Trait[] };
 type Trait = "detached" | "stateful" | "captures" | "ledger";

@@ -107,18 +107,12 @@ export function asksToRemember(messages: readonly { role: string; content: strin
   return messages.some((m) => m.role === "user" && REMEMBER.test(m.content));
 }
 
-/**
- * What a capture knows when it decides to commit: messages captured `since` the last commit, `sent` by this run,
- * the session's uncommitted tokens as the server counted them (if it said), a user's ask to `remember`.
- */
+/** What a commit decision knows: captured `since` the last commit, `sent` now, the server's token count, an ask. */
 export type CommitFacts = { since: number; sent: number; pendingTokens?: number; remember: boolean };
 
 /**
- * Whether a capture commits now (pure). Never with nothing captured since the last commit. `every-turn`:
- * always. Otherwise always at PreCompact, SessionEnd, Interrupt and a failed turn (StopFailure); at a Stop,
- * `balanced` commits a turn that asks to remember, or once the server counts `BALANCED_PENDING_TOKENS`
- * uncommitted (a server that does not count: every Stop that delivered something), `session-end` never. A
- * session that ends without SessionEnd is committed by idle-commit.ts.
+ * Whether a capture commits now (pure; ARCHITECTURE decision 13): never with nothing new; `every-turn` and any event but
+ * Stop always; at a Stop `balanced` on an ask to remember or `BALANCED_PENDING_TOKENS`, `session-end` never.
  */
 export function commitDue(policy: CommitPolicy, event: HookEvent, facts: CommitFacts): boolean {
   if (!facts.since) return false;
@@ -145,7 +139,6 @@ async function commitIfDue(
   return { state: done.state, commit: done.outcome.kind, taskId };
 }
 
-/** A journal read after a cursor and its turns. */
 type Scan = Awaited<ReturnType<typeof scanJournal>>;
 
 /** The journal after `cursor` when it names this file, else from the start. */
@@ -182,24 +175,13 @@ export async function waitForTurnEnd(
 const TURNS_PER_STEP = 200;
 
 /** What a run under the session lock sends and records with. */
-interface Locked {
-  ctx: HookContext;
-  mode: CaptureMode;
-  client: OpenVikingClient;
-  save: SaveState;
-}
+type Locked = { ctx: HookContext; mode: CaptureMode; client: OpenVikingClient; save: SaveState };
 
-/** One capture under the session lock. */
-interface Run extends Locked {
-  journal: string;
-  scan: Scan;
-  planOptions: PlanOptions;
-  report: CaptureReport;
-  /** Indexes of the turns this run settled. */
+/** One capture under the session lock: `captured`, the indexes of the turns it settled; `kept`, the kept prompts. */
+type Run = Locked & { journal: string; scan: Scan; planOptions: PlanOptions; report: CaptureReport } & {
   captured: Set<number>;
-  /** The prompts the prompt hook kept. */
   kept: FallbackPrompt[];
-}
+};
 
 /** A capture's report (the log's and ledger's data) before it planned anything; `read`: the journal it read. */
 function emptyReport(read?: { journal: string; s: Scan; waited: boolean }) {
@@ -256,10 +238,7 @@ function planFrom(run: Run, state: SessionState, whole = false): Plan {
   return planCapture(run.scan.turns.turns, new Set(state.capturedKeys), state.ackedBelow, options);
 }
 
-/**
- * Settles an unrecorded request's intent: its messages found queued or on the server are acknowledged, the
- * rest sent again; before `askFrom` the server's answer proves nothing, so they are queued unsure.
- */
+/** Settles an unrecorded request's intent (ARCHITECTURE decisions 7, 45): found queued or held, acknowledged. */
 async function settleInflight(run: Run, state: SessionState): Promise<SessionState> {
   if (!state.inflight?.keys.length) return state;
   const { ctx } = run;
@@ -275,12 +254,7 @@ async function settleInflight(run: Run, state: SessionState): Promise<SessionSta
   const askFrom = state.inflight.askFrom ?? 0;
   const early = rest.length > 0 && Date.now() < askFrom;
   if (early) {
-    const queue = await SessionQueue.open(
-      ctx.pendingDir,
-      ctx.ovSessionId,
-      await destinationFor(run.client.options),
-    )
-      .catch(() => undefined);
+    const queue = await openQueue(run);
     const stored = await queue?.messages(rest.map((c) => c.payload), { unsure: askFrom });
     for (const c of rest.slice(0, stored ?? 0)) found.add(c.key);
   }
@@ -291,17 +265,16 @@ async function settleInflight(run: Run, state: SessionState): Promise<SessionSta
   run.report.settledElsewhere = found.size;
   ctx.log.stage("inflight-settled", { keys: inflight.size, found: found.size, asked });
   // The run that recorded the intent never counted its messages: those settled here count now, for the commit.
-  const [capturedKeys, capturedSinceCommit] = [
-    [...state.capturedKeys, ...found],
-    state.capturedSinceCommit + found.size,
-  ];
-  return { ...state, inflight: undefined, capturedKeys, capturedSinceCommit };
+  const capturedKeys = [...state.capturedKeys, ...found];
+  return {
+    ...state,
+    inflight: undefined,
+    capturedKeys,
+    capturedSinceCommit: state.capturedSinceCommit + found.size,
+  };
 }
 
-/**
- * A damaged state: the planned messages up to the server's newest one, and those queued after it, are
- * acknowledged; undefined while the server cannot say (nothing is sent then).
- */
+/** A damaged state: acknowledged up to the server's newest message and what is queued after; undefined: unknown. */
 async function recoverState(run: Run, state: SessionState): Promise<SessionState | undefined> {
   const { ctx } = run;
   const plan = planFrom(run, state, true);
@@ -310,15 +283,17 @@ async function recoverState(run: Run, state: SessionState): Promise<SessionState
   const newest = heldNow.at(-1);
   const queued = await queuedMessageKeys(ctx.pendingDir, ctx.ovSessionId);
   let held = newest ? plan.toSend.findLastIndex((c) => isHeld([newest], c.payload)) + 1 : 0;
-  while (
-    held < plan.toSend.length && queued.has(await messageKey(ctx.ovSessionId, plan.toSend[held].payload))
-  ) {
-    held++;
-  }
+  const isQueued = async (c?: Candidate) => c && queued.has(await messageKey(ctx.ovSessionId, c.payload));
+  while (await isQueued(plan.toSend[held])) held++;
   run.report.recovered = held;
   ctx.log.stage("state-recovered", { aside: state.recover?.aside, held, planned: plan.toSend.length });
   return { ...(await stateAfter(run, state, plan, held, 0)), recover: undefined };
 }
+
+/** The session's queue for this run's destination (undefined when it cannot be opened). */
+const openQueue = async (run: Run) =>
+  await SessionQueue.open(run.ctx.pendingDir, run.ctx.ovSessionId, await destinationFor(run.client.options))
+    .catch(() => undefined);
 
 /** Replays the session's queue first (turns stay in order), then opens it for this run; `backlog`: some still wait. */
 async function replayBacklog(run: Run): Promise<{ backlog: boolean; queue?: SessionQueue }> {
@@ -328,12 +303,7 @@ async function replayBacklog(run: Run): Promise<{ backlog: boolean; queue?: Sess
     const bounds = { budget, sessionId, ttlDays: ctx.config.pendingTtlDays, waitUnsure: ctx.isWorker };
     run.report.backlog = await replayQueue(ctx.pendingDir, run.client, bounds);
   }
-  const queue = await SessionQueue.open(
-    ctx.pendingDir,
-    ctx.ovSessionId,
-    await destinationFor(run.client.options),
-  )
-    .catch(() => undefined);
+  const queue = await openQueue(run);
   return { backlog: queue ? queue.waiting : await hasUnsent(ctx.pendingDir, ctx.ovSessionId), queue };
 }
 
@@ -362,7 +332,7 @@ async function sendStep(
   let recorded: SessionState | undefined;
   const save = async (state: SessionState) => {
     await run.save(state);
-    recorded = state;
+    recorded = state; // only once saved: a failed save goes on from what is on disk
   };
   const sent = await sendMessages(run.client, run.ctx.ovSessionId, plan.toSend.map((x) => x.payload), {
     budget: run.mode.budget,
@@ -429,18 +399,21 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
   const { backlog, queue } = await replayBacklog(run);
   const steps = await sendSteps(run, settled, backlog, queue);
   let state = steps.state;
-  report.left =
-    run.scan.turns.turns.filter((t) =>
-      t.index >= state.ackedBelow && (t.closed || run.planOptions.includeOpen)
-    ).length;
+  const left = run.scan.turns.turns.filter((t) => t.index >= state.ackedBelow);
+  report.left = left.filter((t) => t.closed || run.planOptions.includeOpen).length;
   // Kept prompts the journal still lacks `SETTLE_MS` after they were seen: their turns never reached it.
   const unsettled = steps.stopped ? [] : duePrompts(run.kept, state);
   const held = carried(unsettled, run.scan.turns.turns, keptOptions(run, state));
   const due = unsettled.filter((p) => !held.includes(p) && Date.now() - p.at >= SETTLE_MS);
-  const queueing = { queueOnly: steps.queueOnly, queue };
-  state = await sendKeptAndCommit(run, state, due, report, queueing, steps.stopped);
-  const [at, event] = [Date.now(), ctx.event];
-  const { sent, queued, rejected, cause, commit, taskId } = report;
+  state = await sendKeptAndCommit(
+    run,
+    state,
+    due,
+    report,
+    { queueOnly: steps.queueOnly, queue },
+    steps.stopped,
+  );
+  const [at, event, { sent, queued, rejected, cause, commit, taskId }] = [Date.now(), ctx.event, report];
   const lastCapture = { at, event, sent, queued, rejected, cause, commit, taskId };
   return { ...state, lastCaptureAt: at, lastCaptureEvent: event, lastCapture };
 }
@@ -452,10 +425,7 @@ function ownCursor(state: SessionState, journal: string): SessionState {
   return { ...state, capturedKeys: [], ackedBelow: 0, cursor: undefined, inflight: undefined, recover };
 }
 
-/**
- * The state at a capture's start: a state older than the settling keys settles what its last capture did; the
- * captures uncommitted at another destination are owed to it (`capturingFor`).
- */
+/** The state at a capture's start: `promptsFrom` set once; others' uncommitted captures owed to them. */
 async function settling(s: SessionState, ctx: HookContext): Promise<SessionState> {
   const here = capturingFor(s, await sessionDestination(ctx.config), await destinationFor(ctx.config));
   return { ...here, promptsFrom: s.promptsFrom ?? s.lastCaptureAt ?? 0 };
@@ -489,7 +459,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
       maxTurns: TURNS_PER_STEP,
     };
     const report = emptyReport({ journal, s, waited });
-    const [captured, kept] = [new Set<number>(), await keptPrompts(ctx)];
+    const more = { captured: new Set<number>(), kept: await keptPrompts(ctx) };
     const run: Run = {
       ctx,
       mode: lockedMode(mode),
@@ -499,8 +469,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
       planOptions,
       report,
       save,
-      captured,
-      kept,
+      ...more,
     };
     return { state: await captureLocked(run, start), value: report };
   }, { waitMs: mode.lockWaitMs, durable: true });
@@ -535,10 +504,7 @@ export async function captureHook(ctx: HookContext): Promise<HookResult> {
   return result;
 }
 
-/**
- * Sends `due` kept prompts as user messages (their fallback keys recorded as they are settled), then commits
- * when the policy says so, unless something stayed unsettled (`stopped`); `report` counts it all.
- */
+/** Sends `due` kept prompts as user messages (keys recorded as they settle), then commits unless `stopped`. */
 async function sendKeptAndCommit(
   locked: Locked,
   start: SessionState,
@@ -597,10 +563,8 @@ async function captureFromPrompts(
 }
 
 /**
- * A session start's delivery of the prompts other sessions kept and left unsettled the idle commit time (a Kimi
- * killed before its turn ended, `kimi -p … | head`): only sessions whose prompt state changed after, or soon
- * before, their capture state's last write, whose captures went where this run's go; a session busy with a
- * capture is left to it. Returns the messages delivered.
+ * A session start's delivery of the prompts other sessions left unsettled the idle commit time (ARCHITECTURE
+ * decision 12), of sessions whose captures went where this run's go; a busy one is left. The messages sent.
  */
 export async function sendLeftPrompts(ctx: HookContext, budget: Budget): Promise<number> {
   if (!ctx.promptPaths || !ctx.config.autoCapture) return 0;

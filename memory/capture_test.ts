@@ -115,31 +115,21 @@ Deno.test("commitDue: every policy, every event, by what the capture knows", () 
   const small = facts({ pendingTokens: 300 });
   const big = facts({ pendingTokens: BALANCED_PENDING_TOKENS });
   const forced: HookEvent[] = ["pre-compact", "session-end", "interrupt", "stop-failure"];
+  const atStop = (policy: Parameters<typeof commitDue>[0], f: Partial<CommitFacts>) =>
+    commitDue(policy, "stop", facts(f));
   for (const policy of ["every-turn", "balanced", "session-end"] as const) {
-    assertEquals(
-      commitDue(policy, "stop", facts({ since: 0, pendingTokens: 1e6 })),
-      false,
-      `${policy}: nothing new`,
-    );
+    assertEquals(atStop(policy, { since: 0, pendingTokens: 1e6 }), false, `${policy}: nothing new`);
     for (const event of forced) {
       assertEquals(commitDue(policy, event, small), true, `${policy} ${event}`);
       assertEquals(commitDue(policy, event, facts({ since: 0 })), false, `${policy} ${event}: nothing new`);
     }
   }
   assertEquals(commitDue("every-turn", "stop", small), true);
-  assertEquals(
-    commitDue("every-turn", "stop", facts({ sent: 0 })),
-    true,
-    "an earlier capture left it uncommitted",
-  );
+  assertEquals(atStop("every-turn", { sent: 0 }), true, "an earlier capture left it uncommitted");
   assertEquals(commitDue("balanced", "stop", small), false, "too little text for an extraction");
   assertEquals(commitDue("balanced", "stop", facts({ pendingTokens: BALANCED_PENDING_TOKENS - 1 })), false);
   assertEquals(commitDue("balanced", "stop", big), true, "enough gathered");
-  assertEquals(
-    commitDue("balanced", "stop", facts({ pendingTokens: 300, remember: true })),
-    true,
-    "asked to remember",
-  );
+  assertEquals(atStop("balanced", { pendingTokens: 300, remember: true }), true, "asked to remember");
   assertEquals(commitDue("balanced", "stop", facts({})), true, "a server that does not count: every turn");
   assertEquals(commitDue("balanced", "stop", facts({ sent: 0 })), false, "nothing delivered (queued): later");
   assertEquals(commitDue("session-end", "stop", big), false);

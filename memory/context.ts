@@ -55,13 +55,8 @@ export const SESSION_PREFIX = "kc-";
 export function otherSession(ctx: HookContext, file: string, ovSessionId: string): HookContext {
   const prompt = file.replace(/\.json$/, ".prompt.json");
   const hostSessionId = file.slice(dirName(file).length + 1, -".json".length);
-  return {
-    ...ctx,
-    hostSessionId,
-    ovSessionId,
-    capturePaths: { file, lock: `${file}.lock` },
-    promptPaths: { file: prompt, lock: `${prompt}.lock` },
-  };
+  const [capturePaths, promptPaths] = [file, prompt].map((f) => ({ file: f, lock: `${f}.lock` }));
+  return { ...ctx, hostSessionId, ovSessionId, capturePaths, promptPaths };
 }
 
 /** The run's OpenViking client; `peerId` is the workspace's actor peer ("" for none). */
@@ -69,10 +64,7 @@ export function clientFor(ctx: HookContext, peerId = ""): OpenVikingClient {
   return createClient(ctx.config, peerId);
 }
 
-/**
- * Where a session's captures went, as a digest (the queue's destination and the key; the key never kept): the
- * idle commits of memory/idle-commit.ts take only sessions of their own run's.
- */
+/** Where a session's captures went, as a digest of the queue's destination and the key (the key never kept). */
 export async function sessionDestination(
   config: Pick<Config, "baseUrl" | "account" | "user" | "apiKey">,
 ): Promise<string> {

@@ -1,8 +1,4 @@
-/**
- * The injected text, server text in and SafeText out: the digest (a line per memory, its text cut at a word,
- * CJK too, then its URI; the profile's rows first) and the profile block within a token budget (the plugin's
- * system prompt).
- */
+/** The injected text, server text in, SafeText out: the digest (profile rows, a line per memory), the profile block. */
 
 import { cutText, neutralize, PRINT_MAX_CHARS, printable, safe, SafeText } from "../lib/neutralize.ts";
 import { headWithin, unitsWithin } from "../lib/columns.ts";
@@ -13,12 +9,9 @@ import { byRank, isFolderSummary, type Memory } from "./memory.ts";
 export const DIGEST_OPEN = safe`<openviking-context>`;
 export const DIGEST_CLOSE = safe`</openviking-context>`;
 
-/** A memory line's text at most and at least, in columns. */
-const LINE_TEXT_MAX = 220;
-const LINE_TEXT_MIN = 24;
-/** A profile row in columns, and the rows at most. */
-export const PROFILE_ROW = 150;
-export const PROFILE_ROWS = 6;
+/** A memory line's text at most and at least, in columns; a profile row in columns, and the rows at most. */
+const [LINE_TEXT_MAX, LINE_TEXT_MIN] = [220, 24];
+export const [PROFILE_ROW, PROFILE_ROWS] = [150, 6];
 
 /** A character's estimated tokens: a CJK one 1.5, any other a quarter. */
 const tokenWeight = (ch: string) => ch.codePointAt(0)! >= 0x3000 ? 1.5 : 0.25;
@@ -36,22 +29,17 @@ function flatLine(text: string, max?: number): string {
   return max === undefined ? line : cutText(line, max);
 }
 
-/**
- * Untrusted prose on one line: printable, markdown reduced to words, then {@link flatLine} (the gate after the
- * reduction: what it takes out could join a `<` to a name).
- */
-export function oneLine(text: string, max?: number): string {
-  const reduced = printable(head(text, max))
-    .replace(/\[([^\]\n]*)\]\([^)\n]*\)/g, "$1")
-    .replace(/^\s{0,3}(?:#{1,6}\s+|[-*+]\s+|>\s*)/gm, "")
-    .replace(/\*\*|__/g, "");
-  return flatLine(reduced, max);
-}
+/** Untrusted prose on one line: printable, markdown reduced to words, then the gate ({@link flatLine}). */
+export const oneLine = (text: string, max?: number): string =>
+  flatLine(
+    printable(head(text, max)).replace(/\[([^\]\n]*)\]\([^)\n]*\)/g, "$1")
+      .replace(/^\s{0,3}(?:#{1,6}\s+|[-*+]\s+|>\s*)/gm, "").replace(/\*\*|__/g, ""),
+    max,
+  );
 
 /**
- * The lines for `memories` within `limits` (`reserved` taken): the first that are no folder summary, best
- * first, each an equal share of the room left, text and URI as `shown` (redacted); one whose URI alone does not
- * fit is left out.
+ * The lines for `memories` within `limits` (`reserved` taken): no folder summary, best first, each an equal
+ * share of the room left, text and URI as `shown`; one whose URI alone does not fit is left out.
  */
 export function digestLines(
   memories: readonly Memory[],
@@ -64,10 +52,9 @@ export function digestLines(
   const out: { memory: Memory; line: SafeText }[] = [];
   let left = limits.chars - reserved;
   order.forEach((memory, i) => {
-    const uri = flatLine(shown(memory.uri));
+    const [uri, text] = [flatLine(shown(memory.uri)), oneLine(shown(memory.text))];
     const tail = uri ? ` (${uri})` : "";
     const frame = `- \n${tail}`.length;
-    const text = oneLine(shown(memory.text));
     const room = Math.min(unitsWithin(text, LINE_TEXT_MAX), Math.floor(left / (order.length - i)) - frame);
     if ((!text && !uri) || room < Math.min(LINE_TEXT_MIN, text.length || LINE_TEXT_MIN) || left < frame) {
       return;
@@ -80,10 +67,7 @@ export function digestLines(
   return out;
 }
 
-/**
- * A few rows of the profile (else its preference and entity abstracts), within `maxChars`: a label with its URI
- * (saying when it comes again after a compaction), then its lines joined with " · ", " …" when cut; [] when empty.
- */
+/** A few rows of the profile (else its abstracts) within `maxChars`: a label, its lines joined with " · "; [] when empty. */
 export function profileDigest(parts: ProfileParts, again: boolean, maxChars = Infinity): SafeText[] {
   const abstracts = [...parts.preferences, ...parts.entities].map((l) => l.abstract.split("\n")[0]);
   const heading = /^\s{0,3}#{1,6}\s*(?:user\s+)?profile\s*$/i;
@@ -91,11 +75,10 @@ export function profileDigest(parts: ProfileParts, again: boolean, maxChars = In
     .map((l) => oneLine(l)).filter(Boolean)
     .map((p) => cutText(p, Math.min(PROFILE_ROW, unitsWithin(p, PROFILE_ROW) + 1)));
   if (!pieces.length) return [];
-  const uri = flatLine(profileUri(parts.space));
+  const uri = flatLine(`${spaceUri(parts.space)}/profile.md`);
   const label = again ? `Profile, again after compaction (${uri}):` : `Profile (${uri}):`;
   const rows: string[] = [];
-  let row = label;
-  let cut = false;
+  let [row, cut] = [label, false];
   for (const piece of pieces) {
     const joined = row === label ? `${row} ${piece}` : `${row} · ${piece}`;
     if (unitsWithin(joined, PROFILE_ROW) === joined.length) {
@@ -121,9 +104,7 @@ export function profileDigest(parts: ProfileParts, again: boolean, maxChars = In
 export function fitProfile(text: string, tokens: number): string {
   if (estimateTokens(text) <= tokens) return text;
   const lines = text.split("\n");
-  const elided = `${lines.slice(0, 8).join("\n")}\n... [profile middle elided] ...\n${
-    lines.slice(-3).join("\n")
-  }`;
+  const elided = [...lines.slice(0, 8), "... [profile middle elided] ...", ...lines.slice(-3)].join("\n");
   if (lines.length > 12 && estimateTokens(elided) <= tokens) return elided;
   const units = headWithin(text, Math.max(0, tokens - 6), tokenWeight).units;
   return `${cutText(text, units, "", "any")}\n... [profile truncated]`;
@@ -138,13 +119,10 @@ function spaceUri(space: string): string {
   }/memories`;
 }
 
-/** The URI of a user space's profile, as printed. */
-const profileUri = (space: string): string => `${spaceUri(space)}/profile.md`;
-
 /** The profile block within `budget` tokens: `<user-profile>` (≤ half), then `<available-memories>`; null if empty. */
 export function renderProfile(parts: ProfileParts, budget: number): SafeText | null {
   const base = safe`${spaceUri(parts.space)}`;
-  const sections: SafeText[] = [];
+  const [sections, listing]: SafeText[][] = [[], []];
   let used = 0;
   const profile = neutralize(parts.profile.slice(0, PRINT_MAX_CHARS)).trim();
   if (profile) {
@@ -153,7 +131,6 @@ export function renderProfile(parts: ProfileParts, budget: number): SafeText | n
     );
     used += estimateTokens(sections[0].text);
   }
-  const listing: SafeText[] = [];
   for (const [name, leaves] of [["preferences", parts.preferences], ["entities", parts.entities]] as const) {
     if (!leaves.length) continue;
     listing.push(safe`  ${base}/${name}/`);

@@ -43,15 +43,14 @@ export async function createContext(
 ): Promise<HookContext> {
   const hostId = hostSessionId(parts.input);
   const at = (where: (env: Env) => string) => orNoHome(() => where(parts.env));
-  const stateDir = at(hookStateDir);
-  const safe = hostId ? await safeId(hostId) : "";
+  const stateDir = hostId ? at(hookStateDir) : undefined;
   return {
     ...parts,
     hostSessionId: hostId,
-    ovSessionId: safe ? `${SESSION_PREFIX}${safe}` : "",
+    ovSessionId: hostId ? `${SESSION_PREFIX}${await safeId(hostId)}` : "",
     cwd: parts.input.cwd ?? "",
-    capturePaths: hostId && stateDir ? await statePaths(stateDir, hostId) : undefined,
-    promptPaths: hostId && stateDir ? await statePaths(stateDir, hostId, "prompt") : undefined,
+    capturePaths: stateDir ? await statePaths(stateDir, hostId) : undefined,
+    promptPaths: stateDir ? await statePaths(stateDir, hostId, "prompt") : undefined,
     pendingDir: at(pendingDir) ?? "",
     sharedStateDir: at(sharedStateDir) ?? "",
   };
@@ -107,20 +106,13 @@ async function homeUninstalled(env: Env): Promise<boolean> {
 }
 
 /** What a hook run prints, and how it records itself afterwards. */
-interface HookRun {
-  stdout: string;
-  record: () => Promise<void>;
-  after?: () => Promise<void>;
-}
+type HookRun = { stdout: string; record: () => Promise<void>; after?: () => Promise<void> };
 
 /** Runs one hook event on `raw` stdin; the ledger is written by the returned `record`. Never throws. */
 async function startHook(name: string | undefined, raw: Uint8Array, env: Env, startedAt: number) {
   const run: HookRun = { stdout: "", record: () => Promise.resolve() };
   const isWorker = env[WORKER_ENV] === "1";
-  let log: Logger | undefined;
-  let session = "";
-  let outcome = "error";
-  let data: Record<string, unknown> | undefined;
+  let [log, session, outcome, data]: [Logger?, string?, string?, Record<string, unknown>?] = [];
   try {
     // Before the config and the log: such a run writes nothing and prints nothing.
     if (await homeUninstalled(env)) {
@@ -168,19 +160,22 @@ async function startHook(name: string | undefined, raw: Uint8Array, env: Env, st
     outcome = `error: ${(error as Error)?.message ?? String(error)}`;
     return run;
   } finally {
-    log?.stage("done", { event: name ?? "", session, durationMs: Date.now() - startedAt, outcome, ...data });
+    const done = { event: name ?? "", session: session ?? "", durationMs: Date.now() - startedAt };
+    log?.stage("done", { ...done, outcome: outcome ?? "error", ...data });
     await log?.flush();
   }
 }
 
-/** Runs one hook event on `raw` stdin and records it in the ledger; its stdout. Never throws. */
+/** Runs one hook event on `raw` stdin, `print`s its stdout, then records it in the ledger; its stdout. Never throws. */
 export async function runHook(
   name: string | undefined,
   raw: Uint8Array,
   env = processEnv(),
   startedAt = Date.now(),
+  print = async (_: string) => {},
 ) {
   const run = await startHook(name, raw, env, startedAt);
+  await print(run.stdout);
   await run.record();
   await run.after?.().catch(() => {});
   return run.stdout;
@@ -189,10 +184,11 @@ export async function runHook(
 /** The `hook` command: prints the run's stdout, then records it (Kimi waits for the exit). Always 0. */
 export async function hookCommand(args: string[], raw?: Uint8Array): Promise<number> {
   const startedAt = Date.now();
-  const run = await startHook(args[0], raw ?? await readAllStdin(), processEnv(), startedAt);
-  const bytes = new TextEncoder().encode(run.stdout);
-  for (let written = 0; written < bytes.length;) written += await Deno.stdout.write(bytes.subarray(written));
-  await run.record();
-  await run.after?.().catch(() => {});
+  await runHook(args[0], raw ?? await readAllStdin(), processEnv(), startedAt, async (stdout) => {
+    const bytes = new TextEncoder().encode(stdout);
+    for (let written = 0; written < bytes.length;) {
+      written += await Deno.stdout.write(bytes.subarray(written));
+    }
+  });
   return 0;
 }

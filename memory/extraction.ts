@@ -1,7 +1,4 @@
-/**
- * The extraction alarm (commits that make no memory, again and again), kept in the shared state directory by
- * session start's worker, and the memories each workspace's commits made (the strict recall scope).
- */
+/** The extraction alarm (commits that make no memory, again and again), and what each workspace's commits made. */
 
 import * as z from "zod/mini";
 import type { Budget, OpenVikingClient } from "../openviking/client.ts";
@@ -11,10 +8,8 @@ import { asRecord, isRecord } from "../lib/parsed.ts";
 import { joinPath } from "../lib/paths.ts";
 import { SESSION_PREFIX } from "./context.ts";
 
-/** Failed extractions in a row that sound the alarm. */
-export const FAILED_IN_A_ROW = 3;
-/** Commits in a row that made nothing (failed, or no memory) that sound the alarm. */
-export const EMPTY_IN_A_ROW = 20;
+/** Failed extractions, or commits that made nothing, in a row that sound the alarm. */
+export const [FAILED_IN_A_ROW, EMPTY_IN_A_ROW] = [3, 20];
 
 /** The alarm: how many of the newest commits made nothing, how many failed, the newest failure's words. */
 const AlarmSchema = z.object({
@@ -73,9 +68,7 @@ export async function memoriesOf(
   const uri = asRecord(task.result).memory_diff_uri;
   if (typeof uri !== "string") return [];
   const read = await client.request("GET", "/api/v1/content/read", z.string(), { query: { uri }, budget });
-  if (!read.ok) return null;
-  const { added, updated } = diffChanges(read.result);
-  return [...added, ...updated];
+  return read.ok ? Object.values(diffChanges(read.result)).flat() : null;
 }
 
 /** The URIs memory diff `diff` (its JSON text) added and updated (pure; a damaged diff names none). */
@@ -95,8 +88,7 @@ const MadeSchema = z.object({
 type Made = z.infer<typeof MadeSchema>;
 
 const madeFile = (dir: string) => joinPath(dir, "kimicode-made.json");
-const MADE_KEPT = 1000;
-const DIFFS_PER_RUN = 10;
+const [MADE_KEPT, DIFFS_PER_RUN] = [1000, 10];
 
 /** The file's records, keyed by peer and session names of any spelling (`constructor`, `__proto__`: no prototype). */
 async function readMade(dir: string): Promise<Made> {
@@ -133,8 +125,8 @@ async function noteMade(
   const sessions = Object.fromEntries(Object.entries(m.sessions).slice(-MADE_KEPT));
   const peers = new Set(Object.values(sessions));
   const made = Object.fromEntries(Object.entries(m.made).filter(([peer]) => peers.has(peer)));
-  const kept = { sessions, read: m.read.slice(-MADE_KEPT), made };
-  await writeFileAtomic(madeFile(dir), `${JSON.stringify(kept)}\n`).catch(() => {});
+  const kept = JSON.stringify({ sessions, read: m.read.slice(-MADE_KEPT), made });
+  await writeFileAtomic(madeFile(dir), `${kept}\n`).catch(() => {});
 }
 
 const alarmFile = (dir: string) => joinPath(dir, "kimicode-extraction-alarm.json");
@@ -167,12 +159,14 @@ export function alarmWords(a: Alarm): { kind: "failed" | "empty"; summary: strin
   const fix =
     "check the server's model configuration (`vlm`, and `embedding`, in its ov.conf) and its log; " +
     "the next commit after the fix makes memory again";
-  const reason = words ?? "no reason given";
-  const failed = `the last ${a.failed} memory extractions on the server failed: ${reason}`;
-  if (a.failed >= FAILED_IN_A_ROW) return { kind: "failed", summary: failed, fix };
-  return {
-    kind: "empty",
-    summary: `the last ${a.commits} commits made no memory${words ? ` (the server said: ${words})` : ""}`,
-    fix: `${fix} (a chat model that cannot do extraction makes nothing, silently)`,
-  };
+  if (a.failed >= FAILED_IN_A_ROW) {
+    return {
+      kind: "failed",
+      summary: `the last ${a.failed} memory extractions on the server failed: ${words ?? "no reason given"}`,
+      fix,
+    };
+  }
+  const said = words ? ` (the server said: ${words})` : "";
+  const empty = `${fix} (a chat model that cannot do extraction makes nothing, silently)`;
+  return { kind: "empty", summary: `the last ${a.commits} commits made no memory${said}`, fix: empty };
 }

@@ -4,10 +4,7 @@ import type { MemoryTool } from "./tools.ts";
 import type { HookContext, HookResult } from "./context.ts";
 import { mcpToolPrefix, pluginRoot } from "../kimi/plugin-root.ts";
 
-/**
- * In decoded text: the scheme, not the end of a longer word (`openviking:`), then at least one slash; the path
- * ends at a control or format character (it is echoed in the deny reason).
- */
+/** In decoded text: the scheme, not ending a longer word (`openviking:`), a slash or more, a path to a control. */
 const VIKING_URI = /(?<![\p{L}\p{N}_+.-])viking:\/+([^\s"'`<>)\p{Cc}\p{Cf}]*)/iu;
 
 /** `text` with percent-encoding, JSON escapes (nested), compatibility forms and backslashes undone. */
@@ -23,26 +20,21 @@ function decoded(text: string): string {
   return s.normalize("NFKC").replace(/\\/g, "/");
 }
 
-/** The viking URI `text` names, as `viking://…`, or undefined. */
-function vikingUriIn(text: string): string | undefined {
+/** The viking URI `text` names, as `viking://…`, or "". */
+function vikingUriIn(text: string): string {
   const hit = VIKING_URI.exec(decoded(text));
-  return hit ? `viking://${hit[1]}` : undefined;
+  return hit ? `viking://${hit[1]}` : "";
 }
 
 const PREFERRED_KEYS = "filePath file_path filepath path uri target_uri targetUri pattern".split(" ");
 
 /** The first viking URI in a tool input (preferred keys first, then any nested string), or "". */
 export function findVikingUri(input: unknown, depth = 0): string {
-  if (typeof input === "string") return vikingUriIn(input) ?? "";
+  if (typeof input === "string") return vikingUriIn(input);
   if (!input || typeof input !== "object" || depth > 6) return "";
-  if (!Array.isArray(input)) {
-    const rec = input as Record<string, unknown>;
-    for (const k of PREFERRED_KEYS) {
-      const hit = typeof rec[k] === "string" ? vikingUriIn(rec[k]) : undefined;
-      if (hit) return hit;
-    }
-  }
-  for (const v of Object.values(input as Record<string, unknown>)) {
+  const rec = input as Record<string, unknown>;
+  const preferred = Array.isArray(input) ? [] : PREFERRED_KEYS.filter((k) => typeof rec[k] === "string");
+  for (const v of [...preferred.map((k) => rec[k]), ...Object.values(rec)]) {
     const hit = findVikingUri(v, depth + 1);
     if (hit) return hit;
   }
@@ -69,11 +61,9 @@ export function preToolUse(ctx: HookContext): Promise<HookResult> {
   const uri = findVikingUri(ctx.input.tool_input);
   if (!uri) return Promise.resolve({ outcome: "allow" });
   const reason = guardMessage(ctx.input.tool_name ?? "Read", uri, mcpToolPrefix(pluginRoot(ctx.env)));
-  const stdout = JSON.stringify({
-    hookSpecificOutput: { permissionDecision: "deny", permissionDecisionReason: reason },
-  });
+  const output = { hookSpecificOutput: { permissionDecision: "deny", permissionDecisionReason: reason } };
   return Promise.resolve({
-    stdout: `${stdout}\n`,
+    stdout: `${JSON.stringify(output)}\n`,
     outcome: "deny",
     data: { tool: ctx.input.tool_name, uri },
   });

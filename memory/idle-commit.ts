@@ -1,7 +1,4 @@
-/**
- * Commits of sessions left idle with captures uncommitted (`balanced`, `session-end`): the home's one idle
- * watch (a detached Stop worker's last work) and a session start's catch-up (for a watch that was killed).
- */
+/** Commits of sessions left idle with captures uncommitted: the home's idle watch and a session start's catch-up. */
 
 import { Budget } from "../openviking/client.ts";
 import { dirName, joinPath } from "../lib/paths.ts";
@@ -17,14 +14,8 @@ import {
 import { recordRun } from "./ledger.ts";
 import { clientFor, type HookContext, otherSession, sessionDestination } from "./context.ts";
 
-/** Time a watch's pass gives its commits. */
-const PASS_BUDGET_MS = 60_000;
-
-/** How soon a watch looks again at a session another run was busy with. */
-const BUSY_RETRY_MS = 1000;
-
-/** Longest a watch lives; a later Stop starts another. */
-const WATCH_MAX_MS = 3_600_000;
+/** A watch's pass's budget, its retry of a busy session, its longest life (a later Stop starts another). */
+const [PASS_BUDGET_MS, BUSY_RETRY_MS, WATCH_MAX_MS] = [60_000, 1000, 3_600_000];
 
 /** How long a session waits idle, and the destination (`sessionDestination`) of those a run may commit. */
 type Idle = { ms: number; destination?: string };
@@ -39,9 +30,8 @@ const idleOf = async (ctx: HookContext): Promise<Idle> => ({
 type Waiting = { file: string; dueAt: number; state: SessionState };
 
 /**
- * When `s`'s uncommitted captures are due (pure): idle `idleMs` after its last capture there; now when that is
- * ahead of the clock (set back: the idle time is unknown). With a `destination`, only the captures that went
- * there (server, identity and key); `undefined`: wherever they went (what `status` and a purge see), the first due.
+ * When `s`'s uncommitted captures for `destination` (undefined: any) are due (pure): `idleMs` after its last
+ * capture there, now when that is ahead of the clock.
  */
 export function dueAt(
   s: SessionState,
@@ -64,10 +54,8 @@ export async function waitingSessions(dir: string, idle: Idle): Promise<Waiting[
   const out: Waiting[] = [];
   for (const name of names.filter((n) => n.endsWith(".json") && !n.endsWith(".prompt.json")).sort()) {
     const file = joinPath(dir, name);
-    const info = await Deno.lstat(file).catch(() => undefined);
-    const stamp = info
-      ? `${idle.ms}:${idle.destination}:${info.ino}:${info.size}:${info.mtime?.getTime()}`
-      : "";
+    const i = await Deno.lstat(file).catch(() => undefined);
+    const stamp = i ? `${idle.ms}:${idle.destination}:${i.ino}:${i.size}:${i.mtime?.getTime()}` : "";
     let seen = looked.get(file);
     if (!stamp || seen?.stamp !== stamp) {
       const s = await readState(file);
@@ -84,11 +72,8 @@ export async function waitingSessions(dir: string, idle: Idle): Promise<Waiting[
 type IdleCommit = "done" | "not-due" | "failed" | "busy" | "unsettled";
 
 /**
- * Commits the session of state `file` (`commitCaptured`) if it is still due, under its lock (not waited for:
- * a run holding it is busy with the session). Never over an unsettled intent (a run killed mid-send): a
- * commit would archive what that run may have stored, and a later capture, finding it not held, would send it
- * again; a capture of the session settles it first, as every capture does (failing that, it is left). One
- * whose journal is gone can never be settled, nor resent: what the server holds is committed.
+ * Commits the session of state `file` if still due, under its lock (not waited for); an unsettled intent is
+ * settled by a capture first (ARCHITECTURE decision 7), one whose journal is gone committed as the server holds it.
  */
 async function commitIfIdle(ctx: HookContext, file: string, idle: Idle, budget: Budget): Promise<IdleCommit> {
   const at = Date.now();
@@ -109,15 +94,23 @@ async function commitIfIdle(ctx: HookContext, file: string, idle: Idle, budget: 
     const due = dueAt(settle ? { ...s, lastCaptureAt } : s, idle.ms, idle.destination); // settling is no turn
     if (due === undefined || due > Date.now() || !s.ovSession) return { value: "not-due" };
     if (s.inflight?.keys.length && ours(s) && !gone) return { value: "unsettled" };
-    const { state, outcome } = await commitCaptured(clientFor(ctx), s.ovSession, s, idle.destination!, {
-      budget,
-      pendingDir: ctx.pendingDir,
-    });
+    const options = { budget, pendingDir: ctx.pendingDir };
+    const { state, outcome } = await commitCaptured(
+      clientFor(ctx),
+      s.ovSession,
+      s,
+      idle.destination!,
+      options,
+    );
     if (outcome.kind === "failed") return { value: "failed" };
     // In the session's ledger as a capture of no turns that committed: `status` lists the commit.
     const taskId = outcome.kind === "committed" ? outcome.taskId : undefined;
-    const result = { outcome: "captured", data: { commit: outcome.kind, taskId } };
-    await recordRun(otherSession(ctx, file, s.ovSession), result, at, "idle");
+    await recordRun(
+      otherSession(ctx, file, s.ovSession),
+      { outcome: "captured", data: { commit: outcome.kind, taskId } },
+      at,
+      "idle",
+    );
     return { state: ours(s) ? { ...state, inflight: undefined } : state, value: "done" };
   }, { waitMs: 0, durable: true, makeDir: false }).catch(() => ({
     acquired: true as const,
@@ -126,12 +119,7 @@ async function commitIfIdle(ctx: HookContext, file: string, idle: Idle, budget: 
   return res.acquired ? res.value : "busy";
 }
 
-/**
- * A session start's catch-up: commits the other sessions whose captures have waited uncommitted
- * `idleCommitSeconds`. Returns how many it committed or queued. It reads every session's state, so only where
- * a Stop may leave turns uncommitted: not under every-turn, whose failed commits wait in the queue (a session
- * start's cost does not grow with the history).
- */
+/** A session start's catch-up (not under every-turn): commits other sessions idle `idleCommitSeconds`; how many. */
 export async function commitLeftSessions(ctx: HookContext, budget: Budget): Promise<number> {
   if (!ctx.capturePaths || ctx.config.commitPolicy === "every-turn") return 0;
   const idle = await idleOf(ctx);
@@ -154,12 +142,8 @@ async function sleepWhileThere(dir: string, ms: number): Promise<boolean> {
 }
 
 /**
- * The home's idle watch: while sessions hold uncommitted captures, sleeps until the next is idle
- * `idleCommitSeconds`, then commits it — one session at a time, so a session that ends without SessionEnd
- * (`kimi -p`, ACP, web) is committed soon on any server. One watch per home and destination (a lock; a Stop
- * that finds it held leaves its session to it); it ends when nothing waits, after `WATCH_MAX_MS`, when a
- * commit fails (the next Stop's watch or session start tries again), or within a second of its directory going
- * (a purge).
+ * The home's idle watch (one per destination, a lock; ARCHITECTURE decision 13): commits each session once idle, one at
+ * a time; ends when none waits, after `WATCH_MAX_MS`, at a failed commit, or once its directory goes (a purge).
  */
 export async function watchIdleSessions(ctx: HookContext): Promise<void> {
   if (!ctx.capturePaths) return;
@@ -182,8 +166,7 @@ export async function watchIdleSessions(ctx: HookContext): Promise<void> {
         if (did === "busy") await new Promise((r) => setTimeout(r, BUSY_RETRY_MS));
       }
     }, { waitMs: 0, makeDir: false }).catch(() => ({ acquired: false as const })); // purged: not made again
-    // Held by another watch of this destination (one lock each: a watch commits only its own): it has this
-    // session. Else a Stop may have found this one's lock held just before it was let go: it looks once more.
+    // Held by another watch: it has this session. Else a Stop may have just missed this one: look once more.
     if (!held.acquired || Date.now() >= end || !(await pending()).length) return;
   }
 }

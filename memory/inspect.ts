@@ -1,8 +1,4 @@
-/**
- * What is remembered, as OpenViking holds it: the memories recall can bring to a workspace (the user's and its
- * actor peer's), one in full with the commits whose memory diffs name it, forgetting one, and the user's
- * memories exported and imported as an `.ovpack`.
- */
+/** What OpenViking remembers: memory roots, list and find, one shown with its origins, forget, `.ovpack` export/import. */
 
 import * as z from "zod/mini";
 import { failure, type OpenVikingClient, type OvFailure, type OvResponse } from "../openviking/client.ts";
@@ -31,10 +27,7 @@ export type Provenance = {
   capture?: { at: number; event: string };
 };
 
-/**
- * The roots recall reads for peer `peerId` ("" = none): the user's, and the peer's once `~/peers` lists it;
- * the failure when the server did not answer (no root could be read either).
- */
+/** The roots recall reads for peer `peerId` ("" = none): the user's, the peer's once `~/peers` lists it; or the failure. */
 export async function memoryRoots(client: OpenVikingClient, peerId: string): Promise<Root[] | OvFailure> {
   const user: Root = { scope: "user", uri: "viking://~/memories" };
   if (!peerId) return [user];
@@ -49,10 +42,7 @@ export function rootNames(peerId: string): string[] {
   return ["viking://~/memories/", ...(peerId ? [`viking://~/peers/${peerId}/memories/`] : [])];
 }
 
-/**
- * Whether `uri` is a memory (a `.md`, no summary) under the user's root or peer `peerId`'s ("" = none,
- * `undefined` = any), with no `.` or `..` segment in any percent-encoding.
- */
+/** Whether `uri` is a memory (`.md`, no summary) of the user's or peer `peerId`'s root (undefined: any), no dot segment. */
 export function isMemoryUri(uri: string, peerId?: string): boolean {
   let plain = uri;
   for (let i = 0; i < 3; i++) {
@@ -69,10 +59,11 @@ export function isMemoryUri(uri: string, peerId?: string): boolean {
     !isFolderSummary(uri);
 }
 
-/** A memory's kind: the folder under `memories/` (preferences, entities, events…), else `profile`. */
-function kindOf(uri: string): string {
+/** A memory as listed; its kind the folder under `memories/` (preferences, entities, events…), else `profile`. */
+function listed(root: Root, uri: string, text: string, modified: number, score?: number): Listed {
   const rest = uri.slice(uri.lastIndexOf("/memories/") + "/memories/".length);
-  return rest.includes("/") ? rest.slice(0, rest.indexOf("/")) : "profile";
+  const kind = rest.includes("/") ? rest.slice(0, rest.indexOf("/")) : "profile";
+  return { uri, scope: root.scope, kind, modified, text, ...(score === undefined ? {} : { score }) };
 }
 
 /** A listing's entries: a malformed one reads as null, a malformed list as empty. */
@@ -81,24 +72,19 @@ const Entries = z.catch(z.array(z.catch(z.nullable(Entry), null)), []);
 
 /** The memories of a tree listing of `root` (pure): files only, no summaries, each once. */
 export function memoriesOfTree(root: Root, entries: z.output<typeof Entries>): Listed[] {
-  return entries.flatMap((e) => {
-    if (!e || e.isDir || !isMemoryUri(e.uri)) return [];
-    const text = e.uri.slice(e.uri.lastIndexOf("/") + 1, -3).replaceAll("_", " ");
-    return [{
-      uri: e.uri,
-      scope: root.scope,
-      kind: kindOf(e.uri),
-      modified: Date.parse(e.modTime ?? "") || 0,
-      text,
-    }];
-  });
+  return entries.flatMap((e) =>
+    !e || e.isDir || !isMemoryUri(e.uri) ? [] : [
+      listed(
+        root,
+        e.uri,
+        e.uri.slice(e.uri.lastIndexOf("/") + 1, -3).replaceAll("_", " "),
+        Date.parse(e.modTime ?? "") || 0,
+      ),
+    ]
+  );
 }
 
-/**
- * The files OpenViking seeds in a user's memories root at its first extraction (memory_type_registry
- * initialize_memory_files: its identity and soul templates rendered with their init values), as
- * `content/read` shows them.
- */
+/** The files OpenViking seeds in a memories root at its first extraction (initialize_memory_files), as read. */
 const SEEDED: Record<string, string> = {
   "identity.md":
     "# identity.md - Who Am I?\n\n_Fill this in during your first conversation. Make it yours._\n\n" +
@@ -118,13 +104,12 @@ export function isUnfilledTemplate(uri: string, text: string): boolean {
   return name in SEEDED && text.trim() === SEEDED[name];
 }
 
-/** What a listing found, and the roots it could not read. */
-export interface Listing {
+/** What a listing found, the roots it could not read, the seeded files not filled in yet (left out of `memories`). */
+export type Listing = {
   memories: Listed[];
   failures: { root: Root; failure: OvFailure }[];
-  /** The server's seeded files not filled in yet (a listing leaves them out of `memories`). */
   templates?: string[];
-}
+};
 
 /** Every memory of `roots` (a root the server has no folder for yet holds none), newest first. */
 export async function listMemories(client: OpenVikingClient, roots: readonly Root[]): Promise<Listing> {
@@ -180,32 +165,18 @@ export async function searchMemories(
       body: { query, target_uri: root.uri, limit: 50, score_threshold: 0 },
     });
     if (!res.ok) return void out.failures.push({ root, failure: res });
-    for (const h of res.result.memories) {
-      if (!h || !isMemoryUri(h.uri)) continue;
-      const { uri, score } = h;
-      found[i].push({
-        uri,
-        scope: root.scope,
-        kind: kindOf(uri),
-        modified: 0,
-        text: h.abstract || uri,
-        score,
-      });
-    }
+    found[i] = res.result.memories.flatMap((h) =>
+      h && isMemoryUri(h.uri) ? [listed(root, h.uri, h.abstract || h.uri, 0, h.score)] : []
+    );
   }));
   out.memories = found.flat().sort(byRank);
   return out;
 }
 
 /** Whether a failure is the server saying the thing asked for is not there. */
-export function isNotFound(f: OvFailure): boolean {
-  return f.status === 404 && f.kind !== "missing-route";
-}
+export const isNotFound = (f: OvFailure): boolean => f.status === 404 && f.kind !== "missing-route";
 
-/** Memory diffs read to find where a memory came from (the newest commits'). */
-const MAX_DIFFS = 100;
-
-/** The memory diffs of the user's sessions, newest first, at most `MAX_DIFFS`. */
+/** The memory diffs of the user's sessions, newest first, at most 100 (where a memory came from). */
 async function diffUris(client: OpenVikingClient): Promise<string[] | OvFailure> {
   const res = await client.request("GET", "/api/v1/fs/tree", Entries, {
     query: { uri: "viking://~/sessions", output: "original", level_limit: 4, node_limit: 20000 },
@@ -213,7 +184,7 @@ async function diffUris(client: OpenVikingClient): Promise<string[] | OvFailure>
   });
   if (!res.ok) return isNotFound(res) ? [] : res;
   return res.result.flatMap((e) => (e && e.uri.endsWith("/memory_diff.json") ? [e] : []))
-    .sort((a, b) => (b.modTime ?? "").localeCompare(a.modTime ?? "")).slice(0, MAX_DIFFS).map((e) => e.uri);
+    .sort((a, b) => (b.modTime ?? "").localeCompare(a.modTime ?? "")).slice(0, 100).map((e) => e.uri);
 }
 
 /** How memory diff `diff` (its JSON text) changed `uri`, if it did (pure). */
@@ -233,48 +204,43 @@ async function provenanceOf(
   change: Provenance["change"],
   ledgerDir: string,
 ): Promise<Provenance> {
-  const [, session, archiveId] = /\/sessions\/([^/]+)\/history\/([^/]+)\/memory_diff\.json$/.exec(diffUri) ??
-    [];
+  const [, session, archiveId] = /\/sessions\/([^/]+)\/history\/([^/]+)\/memory_diff\.json$/.exec(diffUri)!;
   const archive = diffUri.slice(0, -"/memory_diff.json".length);
   const out: Provenance = { session, archive, change, turns: [] };
   const at = asRecord(parseJsonOrUndefined(diff)).extracted_at;
   if (typeof at === "string") out.extractedAt = at;
   if (session.startsWith(SESSION_PREFIX)) out.kimiSession = session.slice(SESSION_PREFIX.length);
-  const sid = encodeURIComponent(session);
+  const archiveRoute = `/api/v1/sessions/${encodeURIComponent(session)}/archives/${
+    encodeURIComponent(archiveId)
+  }`;
   const [tasks, held] = await Promise.all([
     client.request("GET", "/api/v1/tasks", Tasks, { query: { resource_id: session, limit: 200 } }),
-    client.request("GET", `/api/v1/sessions/${sid}/archives/${encodeURIComponent(archiveId)}`, Archive, {
-      peerId: null,
-      maxReplyBytes: 16 << 20,
-    }),
+    client.request("GET", archiveRoute, Archive, { peerId: null, maxReplyBytes: 16 << 20 }),
   ]);
   if (held.ok) {
-    const ids = held.result.messages.map((m) => asRecord(m).turn_id).filter((t) => typeof t === "string");
-    out.turns = [...new Set(ids as string[])];
+    out.turns = [
+      ...new Set(held.result.messages.map((m) => asRecord(m).turn_id).filter((t) => typeof t === "string")),
+    ];
   }
-  const task = tasks.ok
-    ? tasks.result.filter(isRecord).find((t) => asRecord(t.result).archive_uri === archive)
-    : undefined;
-  if (typeof task?.task_id === "string") out.taskId = task.task_id;
-  if (out.taskId && out.kimiSession) {
-    const files = await Promise.all(
-      [out.kimiSession, REPLAY_FILE].map((f) => readLedger(ledgerDir, f).catch(() => [])),
-    );
-    const capture = runOf(files.flat(), out.taskId);
-    if (capture) out.capture = capture;
-  }
-  return out;
+  const task = tasks.ok &&
+    tasks.result.filter(isRecord).find((t) => asRecord(t.result).archive_uri === archive);
+  if (task && typeof task.task_id === "string") out.taskId = task.task_id;
+  if (!out.taskId || !out.kimiSession) return out;
+  const files = await Promise.all(
+    [out.kimiSession, REPLAY_FILE].map((f) => readLedger(ledgerDir, f).catch(() => [])),
+  );
+  const capture = runOf(files.flat(), out.taskId);
+  return capture ? { ...out, capture } : out;
 }
 
 /** The hook run our ledger says started commit task `taskId`: a capture (its event), or a queue replay (pure). */
 export function runOf(entries: readonly LedgerEntry[], taskId: string): Provenance["capture"] {
-  for (const e of entries) {
-    if (e.kind === "capture" && e.taskId === taskId) return { at: e.at, event: e.event };
-    if (e.kind === "replay" && e.commitTasks.some((c) => c.taskId === taskId)) {
-      return { at: e.at, event: "replay" };
-    }
-  }
-  return undefined;
+  const e = entries.find((e) =>
+    e.kind === "capture"
+      ? e.taskId === taskId
+      : e.kind === "replay" && e.commitTasks.some((c) => c.taskId === taskId)
+  );
+  return e && { at: e.at, event: e.kind === "capture" ? e.event : "replay" };
 }
 
 /** One memory in full, and the commits among the newest `diffsRead` that made it; `unknown`: not asked. */
@@ -302,10 +268,7 @@ export async function showMemory(
 }
 
 /** Forgets memory `uri`: its text (none if too large), `gone`, or the failure of the read or the delete. */
-export async function forgetMemory(
-  client: OpenVikingClient,
-  uri: string,
-): Promise<
+export async function forgetMemory(client: OpenVikingClient, uri: string): Promise<
   { ok: true; text?: string } | { ok: false; gone: true } | OvFailure & { during: "read" | "delete" }
 > {
   const memory = await read(client, uri);
@@ -318,10 +281,6 @@ export async function forgetMemory(
 
 /** The largest pack read (exported, or imported from a file). */
 export const MAX_PACK_BYTES = 1 << 30;
-
-/** What is not a pack where one was asked for. */
-const noPack = (status: number) =>
-  failure("not-openviking", status, { message: "the answer is not a pack of the user's memories" });
 
 /** The entry names of zip `bytes` by its central directory; `undefined` if it is no zip (pure). */
 function zipNames(bytes: Uint8Array): string[] | undefined {
@@ -364,7 +323,9 @@ export async function exportMemories(client: OpenVikingClient): Promise<Uint8Arr
     maxReplyBytes: MAX_PACK_BYTES,
   });
   if (!got.ok) return got;
-  return got.result instanceof Uint8Array && isMemoriesPack(got.result) ? got.result : noPack(got.status);
+  return got.result instanceof Uint8Array && isMemoriesPack(got.result)
+    ? got.result
+    : failure("not-openviking", got.status, { message: "the answer is not a pack of the user's memories" });
 }
 
 const Upload = z.object({ temp_file_id: z.string() });

@@ -36,10 +36,8 @@ export function memoryInstructions(mode: InstallMode): string {
     "`viking://` URIs are not local files: never use Read, Glob or Grep on them.",
     `- ${t("remember")} \`{"messages": [{"role": "user", "content": "…"}]}\`: store what the user asks you ` +
     "to remember, in their words.",
-    `- ${
-      t("forget")
-    } \`{"uri": "viking://…"}\`: delete a memory the user asks you to forget (search for it ` +
-    "first; say which one you deleted).",
+    `- ${t("forget")} \`{"uri": "viking://…"}\`: delete a memory the user asks you to forget ` +
+    "(search for it first; say which one you deleted).",
     "",
     'Before a prompt, memories relevant to it may come in a `<hook_result hook_event="UserPromptSubmit">` ' +
     "message as an `<openviking-context>` block: one line per memory, its text, then its URI in parentheses. " +
@@ -76,10 +74,8 @@ export function skillText(mode: InstallMode): string {
     "",
     "## Search",
     "",
-    `Call ${
-      t("search")
-    } with \`{"query": "<what you need, in a few words>"}\`. Search before saying you do ` +
-    "not know something the user says they told you before.",
+    `Call ${t("search")} with \`{"query": "<what you need, in a few words>"}\`. Search before saying ` +
+    "you do not know something the user says they told you before.",
     "",
     "## Read a URI",
     "",
@@ -106,11 +102,11 @@ export function skillText(mode: InstallMode): string {
 }
 
 /** One plugin command: its name (`/openviking-memory:<name>`), what it is for, and its prompt body. */
-interface CommandSpec {
+type CommandSpec = {
   name: "remember" | "forget" | "recall";
   description: string;
   body: (mode: InstallMode) => string;
-}
+};
 
 /** The plugin's commands. */
 export const COMMANDS: readonly CommandSpec[] = [
@@ -128,10 +124,8 @@ export const COMMANDS: readonly CommandSpec[] = [
     body: (mode) =>
       `The user wants OpenViking to forget what is described below. Call the MCP tool ` +
       `\`${toolName(mode, "search")}\` to find the memory (or use the \`viking://\` URI given), then call ` +
-      `\`${
-        toolName(mode, "forget")
-      }\` with \`{"uri": "<its viking:// URI>"}\` and name the memory you deleted. ` +
-      "Ask first when more than one memory matches.\n\n$ARGUMENTS",
+      `\`${toolName(mode, "forget")}\` with \`{"uri": "<its viking:// URI>"}\` and name the memory you ` +
+      "deleted. Ask first when more than one memory matches.\n\n$ARGUMENTS",
   },
   {
     name: "recall",

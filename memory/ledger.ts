@@ -97,33 +97,25 @@ export type LedgerEntry = z.infer<typeof LedgerEntrySchema>;
 export const REPLAY_FILE = "_replay";
 
 /** The ledger's bounds: all sessions' bytes together (each at most 1/32), and the age a file is dropped at. */
-interface LedgerLimits {
-  ledgerMaxBytes: number;
-  ledgerMaxAgeDays: number;
-}
-const LEDGER_LIMITS: LedgerLimits = { ledgerMaxBytes: 8 * 1024 * 1024, ledgerMaxAgeDays: 30 };
+const LEDGER_LIMITS = { ledgerMaxBytes: 8 * 1024 * 1024, ledgerMaxAgeDays: 30 };
+type LedgerLimits = typeof LEDGER_LIMITS;
 
 /** The origin of the writes made with `config`. */
-export function originOf(config: Pick<Config, "baseUrl" | "account" | "user">): Origin {
-  return {
-    url: config.baseUrl,
-    who: config.account || config.user ? `${config.account}/${config.user}` : "",
-  };
-}
+export const originOf = (config: Pick<Config, "baseUrl" | "account" | "user">): Origin => ({
+  url: config.baseUrl,
+  who: config.account || config.user ? `${config.account}/${config.user}` : "",
+});
 
 /** `entry` with the origin of its writes (a capture's or a replay's; a prompt writes nothing). */
 const stamped = (entry: LedgerEntry, config: Parameters<typeof originOf>[0]): LedgerEntry =>
   entry.kind === "prompt" ? entry : { ...entry, origin: originOf(config) };
 
 /** The bytes one session's file may hold. */
-export function sessionBudget(limits: LedgerLimits): number {
-  return Math.max(MIN_SESSION_BYTES, Math.floor(limits.ledgerMaxBytes * SESSION_SHARE));
-}
+export const sessionBudget = (limits: LedgerLimits): number =>
+  Math.max(MIN_SESSION_BYTES, Math.floor(limits.ledgerMaxBytes * SESSION_SHARE));
 
 /** The path of a session's ledger (`name` already file-name safe). */
-export function ledgerFile(dir: string, name: string): string {
-  return joinPath(dir, `${name}.jsonl`);
-}
+export const ledgerFile = (dir: string, name: string): string => joinPath(dir, `${name}.jsonl`);
 
 /** A short, single-line snippet of an (already redacted) prompt. */
 export const snippet = (text: string): string =>
@@ -136,8 +128,7 @@ export async function appendLedger(
   entry: LedgerEntry,
   limits = LEDGER_LIMITS,
 ): Promise<boolean> {
-  const path = ledgerFile(dir, name);
-  const line = new TextEncoder().encode(`${JSON.stringify(entry)}\n`);
+  const [path, line] = [ledgerFile(dir, name), new TextEncoder().encode(`${JSON.stringify(entry)}\n`)];
   try {
     await ensurePrivateDir(dir);
     for (let attempt = 0; attempt < 5; attempt++) {
@@ -175,10 +166,8 @@ function compact(path: string, keepBytes: number): void {
     const tail = new Uint8Array(keepBytes + 1);
     file.seekSync(size - tail.length, Deno.SeekMode.Start);
     let got = 0;
-    while (got < tail.length) {
-      const n = file.readSync(tail.subarray(got));
-      if (n === null) break;
-      got += n;
+    for (let n: number | null = 0; n !== null && got < tail.length; got += n ?? 0) {
+      n = file.readSync(tail.subarray(got));
     }
     const start = tail.subarray(0, got).indexOf(10) + 1; // after the first line end; none: no whole line fits
     writeFileAtomicSync(path, start ? tail.subarray(start, got) : "", { privateDir: false });
@@ -188,20 +177,20 @@ function compact(path: string, keepBytes: number): void {
 }
 
 /** The parseable entries of `name`'s ledger, oldest first (torn or foreign lines left out). */
-export async function readLedger(dir: string, name: string): Promise<LedgerEntry[]> {
-  const lines = (await readTextIfExists(ledgerFile(dir, name)) ?? "").split("\n");
-  return lines.flatMap((line) => LedgerEntrySchema.safeParse(parseJsonOrUndefined(line)).data ?? []);
-}
+export const readLedger = async (dir: string, name: string): Promise<LedgerEntry[]> =>
+  (await readTextIfExists(ledgerFile(dir, name)) ?? "").split("\n")
+    .flatMap((line) => LedgerEntrySchema.safeParse(parseJsonOrUndefined(line)).data ?? []);
 
 /** The ledger files in `dir`, newest first: `{name, mtime, size}`. */
-export async function ledgerFiles(dir: string): Promise<{ name: string; mtime: number; size: number }[]> {
-  const out: { name: string; mtime: number; size: number }[] = [];
-  for (const e of await listDir(dir)) {
-    if (!e.isFile || !e.name.endsWith(".jsonl")) continue;
-    const info = await Deno.stat(joinPath(dir, e.name)).catch(() => undefined);
-    if (info) out.push({ name: e.name.slice(0, -6), mtime: info.mtime?.getTime() ?? 0, size: info.size });
-  }
-  return out.sort((a, b) => b.mtime - a.mtime);
+export async function ledgerFiles(dir: string) {
+  const files = (await listDir(dir)).filter((e) => e.isFile && e.name.endsWith(".jsonl"));
+  const out = await Promise.all(files.map(async (e) =>
+    await Deno.stat(joinPath(dir, e.name)).then(
+      (info) => [{ name: e.name.slice(0, -6), mtime: info.mtime?.getTime() ?? 0, size: info.size }],
+      () => [],
+    )
+  ));
+  return out.flat().sort((a, b) => b.mtime - a.mtime);
 }
 
 /** Drops ledger files untouched for `ledgerMaxAgeDays`, then the oldest past `ledgerMaxBytes`; how many. */
@@ -233,12 +222,11 @@ export function replayEntryOf(
   timing: { startedAt: number; now: number },
 ): LedgerEntry | undefined {
   const r = isRecord(report) ? report : {};
-  const run = { kind: "replay", at: timing.startedAt, ms: timing.now - timing.startedAt };
   // A capture's backlog report carries the client's failure as it is.
-  const failed = isRecord(r.cause) && isRecord(r.cause.error)
-    ? causeOf(r.cause as unknown as OvFailure)
-    : r.cause;
-  const { cause, ...counts } = ReplayEntrySchema.parse({ ...r, ...run, cause: failed });
+  const c = r.cause;
+  const failed = isRecord(c) && isRecord(c.error) ? causeOf(c as unknown as OvFailure) : c;
+  const run = { kind: "replay", at: timing.startedAt, ms: timing.now - timing.startedAt, cause: failed };
+  const { cause, ...counts } = ReplayEntrySchema.parse({ ...r, ...run });
   return counts.replayed || counts.rejected || cause ? { ...counts, ...(cause ? { cause } : {}) } : undefined;
 }
 
@@ -288,8 +276,7 @@ export async function recordReplay(
 ): Promise<boolean> {
   const entry = replayEntryOf(report, { startedAt, now: Date.now() });
   const dir = orNoHome(() => ledgerDir(env));
-  return !entry ||
-    (dir !== undefined && await appendLedger(dir, REPLAY_FILE, stamped(entry, config)));
+  return !entry || (dir !== undefined && await appendLedger(dir, REPLAY_FILE, stamped(entry, config)));
 }
 
 const HOUSEKEEPING_EVERY_MS = 86_400_000;
@@ -301,17 +288,14 @@ export async function houseKeeping(ctx: HookContext, now = Date.now()): Promise<
   const last = stamp ? (await Deno.stat(stamp).catch(() => undefined))?.mtime?.getTime() : undefined;
   if (last !== undefined && now >= last && now - last < HOUSEKEEPING_EVERY_MS) return undefined;
   if (stamp) await writeFileAtomic(stamp, `${JSON.stringify({ at: now })}\n`).catch(() => {});
-  const temps = (await removeAbandonedTemps(ctx.pendingDir)) +
-    (await removeAbandonedTemps(hookStateDir(ctx.env)));
+  const temps = await removeAbandonedTemps(ctx.pendingDir) +
+    await removeAbandonedTemps(hookStateDir(ctx.env));
   const dir = orNoHome(() => ledgerDir(ctx.env));
   if (dir) await pruneLedger(dir, undefined, now).catch(() => 0);
   return temps;
 }
 
-/**
- * Appends the run's entry to its session's ledger (a replay's, and a capture's backlog, to the replay one);
- * `event` as the entry names it (the idle watch's commit: `idle`).
- */
+/** Appends the run's entry to its session's ledger (a replay's to the replay one); `event`: what it names. */
 export async function recordRun(
   ctx: HookContext,
   result: HookResult,
@@ -382,20 +366,22 @@ export type SessionStatus = z.infer<typeof SessionStatusSchema>;
 
 /** A session's numbers from its ledger entries, oldest first (pure; the queue and the tasks come later). */
 export function foldSession(name: string, entries: readonly LedgerEntry[], here: Origin): SessionStatus {
-  const baseUrl = here.url;
   /** A run's origin when it is not `here` (its commits' tasks are another server's or identity's). */
   const elsewhere = (o: Origin | undefined) =>
     o && (o.url !== here.url || o.who !== here.who) ? o : undefined;
   const ov = `${SESSION_PREFIX}${name}`;
+  const none = { entries: 0, messages: 0, commits: 0 };
   const s: SessionStatus = {
-    kimiSessionId: name,
-    openVikingSessionId: ov,
-    lastActivity: 0,
+    ...{
+      kimiSessionId: name,
+      openVikingSessionId: ov,
+      lastActivity: 0,
+      commits: [],
+      queue: none,
+      rejected: none,
+    },
     prompts: { seen: 0, injected: 0, suppressed: 0 },
     captures: { runs: 0, turns: 0, sent: 0, queued: 0, rejected: 0 },
-    commits: [],
-    queue: { entries: 0, messages: 0, commits: 0 },
-    rejected: { entries: 0, messages: 0, commits: 0 },
   };
   for (const e of entries) {
     const ours = e.kind !== "replay" || e.commitTasks.some((t) => t.sessionId === ov) ||
@@ -435,7 +421,7 @@ export function foldSession(name: string, entries: readonly LedgerEntry[], here:
       worked = tasks.length > 0 || sent !== undefined;
     }
     const cause = e.kind === "prompt" ? e.failure : e.cause;
-    if (cause) s.lastError = errorOf(e.at, cause, (e.kind !== "prompt" && e.origin?.url) || baseUrl);
+    if (cause) s.lastError = errorOf(e.at, cause, (e.kind !== "prompt" && e.origin?.url) || here.url);
     else if (worked) delete s.lastError;
   }
   return s;

@@ -21,26 +21,14 @@ import type { HookEvent } from "../kimi/hooks.ts";
 
 const limits = { ledgerMaxBytes: 4 * 1024 * 1024, ledgerMaxAgeDays: 30 };
 const prompt = (i: number): PromptEntry => ({
-  kind: "prompt",
-  at: 1_800_000_000_000 + i,
-  ms: 40,
+  ...{ kind: "prompt", at: 1_800_000_000_000 + i, ms: 40, path: "context", printedChars: 240 },
   prompt: snippet(`prompt number ${i}: how do I make the build reproducible across machines?`),
-  path: "context",
   injected: [{ uri: `viking://user/default/memories/preferences/m${i % 7}.md`, score: 0.8, chars: 120 }],
   suppressed: [`viking://user/default/memories/events/e${i % 3}.md`],
-  printedChars: 240,
 });
 const capture = (i: number): CaptureEntry => ({
-  kind: "capture",
-  at: 1_800_000_000_000 + i,
-  ms: 70,
-  event: "stop",
-  turns: 1,
-  sent: 2,
-  queued: 0,
-  rejected: 0,
-  commit: "committed",
-  taskId: `task-${i}`,
+  ...{ kind: "capture", at: 1_800_000_000_000 + i, ms: 70, event: "stop", turns: 1, sent: 2, queued: 0 },
+  ...{ rejected: 0, commit: "committed", taskId: `task-${i}` },
 });
 
 Deno.test("ledger: 10,000 hook runs in one session stay within the session's budget; the newest entries are kept", async () => {
@@ -96,6 +84,8 @@ Deno.test("ledger: snippets are one short line", () => {
 const timing = { startedAt: 1000, now: 1042 };
 const base = { at: 1000, ms: 42 };
 const emptyReplay = { replayed: 0, messages: 0, rejected: 0, deferred: 0, commitTasks: [] };
+const shown = { injected: [{ uri: "viking://a", score: 0.9, chars: 40 }], suppressed: ["viking://b"] };
+const captured = { turns: 2, sent: 4, queued: 0, rejected: 0, commit: "committed", taskId: "t1" };
 const ENTRIES: [string, HookEvent, HookResult, unknown][] = [
   ["a prompt: the query's snippet, what was injected and left out, the stage", "user-prompt-submit", {
     stdout: "x".repeat(10),
@@ -176,12 +166,7 @@ Deno.test("ledger entries: what each hook run records, and the runs that record 
 
 Deno.test("ledger entry of a replay outside a session start (the replay command, a capture's backlog): its cause kept as text", () => {
   const report = {
-    replayed: 1,
-    messages: 2,
-    rejected: 0,
-    expired: 0,
-    deferred: 1,
-    commitTasks: [],
+    ...{ replayed: 1, messages: 2, rejected: 0, expired: 0, deferred: 1, commitTasks: [] },
     delivered: [{ sessionId: "kc-a", messages: 2 }],
     // A capture's backlog report carries the client's failure as it is.
     cause: { ok: false, kind: "server", status: 503, error: { message: "busy" } },

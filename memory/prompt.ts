@@ -1,8 +1,6 @@
 /**
- * UserPromptSubmit: prints what recall.ts finds that the session lacks; while the breaker is open, a probe. Also
- * the recall query made from a prompt, and the prompts the hook keeps, prepared like captured user text: a
- * journal capture settles the ones its turns carry; the rest (no journal, a turn that never reached it or never
- * ended) are sent by the fallback.
+ * UserPromptSubmit: prints what recall.ts finds that the session lacks (while the breaker is open, a probe); the
+ * recall query; the prompts kept for capture's fallback (ARCHITECTURE decision 12).
  */
 
 import { sha256Hex } from "../lib/hash.ts";
@@ -37,10 +35,7 @@ import type { Turn } from "../kimi/journal/turns.ts";
 /** Longest query sent, in characters. */
 export const QUERY_MAX_CHARS = 2000;
 
-/**
- * The query: the raw text cut at a word first (no secret split before redaction), cleaned, redacted (the secrets
- * of `prints` too), cut.
- */
+/** The query: the raw text cut at a word (no secret split), cleaned, redacted (`prints` too), cut. */
 export function recallQuery(raw: string, redactIt: boolean, prints?: ReadonlySet<string>): string {
   const cleaned = cleanInjected(cutText(raw, 32 * QUERY_MAX_CHARS, ""));
   return cutText(redactIt ? redact(cleaned, undefined, prints).trim() : cleaned, QUERY_MAX_CHARS, "");
@@ -66,10 +61,7 @@ export const SETTLE_MS = 60_000;
 /** The key of a kept prompt a journal capture delivered (not a fallback send: the plan never reads it). */
 const journalKey = (p: FallbackPrompt) => `j${fallbackKey(p.text, p.at)}`;
 
-/**
- * The kept prompts `capture` has not settled (pure): neither sent by the fallback nor delivered from the
- * journal, and seen after `promptsFrom` (before it, the last capture of a state older than these keys).
- */
+/** The kept prompts `capture` has not settled (pure): neither sent nor delivered, seen after `promptsFrom`. */
 export function duePrompts(kept: readonly FallbackPrompt[], capture: SessionState): FallbackPrompt[] {
   const keys = new Set(capture.capturedKeys);
   const from = capture.promptsFrom ?? capture.lastCaptureAt ?? 0;
@@ -85,13 +77,10 @@ export function carried(
   turns: readonly Turn[],
   options: PrepareOptions,
 ): FallbackPrompt[] {
-  const left = [...prompts];
-  const read = new Map(
-    left.map((
-      p,
-    ) => [p, options.redact && options.prints?.size ? redact(p.text, undefined, options.prints) : p.text]),
-  );
-  const out: FallbackPrompt[] = [];
+  const [left, out]: FallbackPrompt[][] = [[...prompts], []];
+  const shown = (p: FallbackPrompt) =>
+    options.redact && options.prints?.size ? redact(p.text, undefined, options.prints) : p.text;
+  const read = new Map(left.map((p) => [p, shown(p)]));
   for (const { time, prompt } of turns) {
     if (time === undefined || !prompt) continue;
     const { text } = prepare(prompt, options);
@@ -145,10 +134,7 @@ export function promptDecision(state: SessionState, prompt: { hash: string; at: 
 type Decision = ReturnType<typeof promptDecision>;
 type Claim = { decision: Decision; exclude: string[]; tell: boolean; first: boolean; stateError?: string };
 
-/**
- * Claims this prompt under a short lock (no network) and keeps it for capture: the decision, the shown set,
- * whether to tell of the outage, whether it is the session's first, why the state was unusable (if it was).
- */
+/** Claims this prompt under a short lock and keeps it for capture: the decision, the shown set, the notices. */
 async function claimPrompt(
   ctx: HookContext,
   prompt: { hash: string; outage?: number },
@@ -180,10 +166,8 @@ async function claimPrompt(
     }, { waitMs });
     return claimed.acquired ? claimed.value : none;
   } catch (error) {
-    const [stateError, effect] = [
-      (error as Error).message,
-      "recall without dedupe, profile or what was shown",
-    ];
+    const stateError = (error as Error).message;
+    const effect = "recall without dedupe, profile or what was shown";
     ctx.log.stage("prompt-state-unavailable", { error: stateError, effect });
     return { ...none, stateError };
   }
@@ -226,15 +210,15 @@ export const pausedLine = (b: Breaker, env: Env): string =>
   notice(env, safe`memory paused — OpenViking at ${b.origin} did not answer`, "status");
 
 /** The line that says the server refused the key, or its model fails. */
-const refusedLine = (f: OvFailure, baseUrl: string, env: Env) => {
-  const what = f.kind === "model" ? "cannot search: its model fails" : "refused the key";
-  return notice(
+const refusedLine = (f: OvFailure, baseUrl: string, env: Env) =>
+  notice(
     env,
-    safe`memory off — OpenViking at ${originOf(baseUrl)} ${what} (HTTP ${f.status})`,
+    safe`memory off — OpenViking at ${originOf(baseUrl)} ${
+      f.kind === "model" ? "cannot search: its model fails" : "refused the key"
+    } (HTTP ${f.status})`,
     "doctor",
     "how to fix it",
   );
-};
 
 /** The line that says commits make no memory ("" without the alarm). */
 async function alarmLine(ctx: HookContext): Promise<string> {

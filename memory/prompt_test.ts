@@ -40,14 +40,11 @@ import { ledgerDir } from "../lib/paths.ts";
 let sessions = 0;
 
 /** Runs hook `event` of `session` in-process with `fields` in its payload; its stdout. */
-const hook = (env: Record<string, string>, event: string, session: string, fields = {}) =>
-  runHook(
-    event.replace(/[A-Z]/g, (c, i) => `${i ? "-" : ""}${c.toLowerCase()}`),
-    new TextEncoder().encode(
-      JSON.stringify({ hook_event_name: event, session_id: session, cwd: "/home/user/proj", ...fields }),
-    ),
-    env,
-  );
+const hook = (env: Record<string, string>, event: string, session: string, fields = {}) => {
+  const payload = { hook_event_name: event, session_id: session, cwd: "/home/user/proj", ...fields };
+  const cli = event.replace(/[A-Z]/g, (c, i) => `${i ? "-" : ""}${c.toLowerCase()}`);
+  return runHook(cli, new TextEncoder().encode(JSON.stringify(payload)), env);
+};
 
 /** Runs the prompt hook once (a new session each time, so the profile comes too). */
 async function prompt(env: Record<string, string>, text: string) {
@@ -339,18 +336,11 @@ Deno.test("prompt fallback: a kept prompt the journal still lacks a minute on is
   await w.journal(new JournalBuilder().simpleTurn("the journal's prompt", "its answer").toString());
   await w.hook("stop");
   const stored = () => w.fake.messages(w.ov).map((m) => m.content);
-  assertEquals(
-    stored(),
-    ["the journal's prompt", "its answer"],
-    "a fresh prompt may still reach the journal",
-  );
+  const journal = ["the journal's prompt", "its answer"];
+  assertEquals(stored(), journal, "a fresh prompt may still reach the journal");
   await age(w, 120_000);
   for (let i = 0; i < 2; i++) await w.hook("session-end", { reason: "exit" });
-  assertEquals(stored(), [
-    "the journal's prompt",
-    "its answer",
-    "a prompt the hook saw but the journal lacks",
-  ]);
+  assertEquals(stored(), [...journal, "a prompt the hook saw but the journal lacks"]);
 });
 
 Deno.test("prompt fallback: a turn that never ends (kimi -p | head) — its prompt once, its answer once it ends", async () => {
@@ -358,10 +348,8 @@ Deno.test("prompt fallback: a turn that never ends (kimi -p | head) — its prom
   const prompt = "The deploy window is Thursday 14:00 UTC.";
   await w.run("user-prompt-submit", { prompt });
   // Seen, and begun, ten minutes ago (`age` below moves the kept prompt there).
-  const open = new JournalBuilder({ timeBase: Date.now() - 600_000 }).prompt(prompt).stepBegin().text(
-    "Noted: Thursday.",
-  )
-    .stepEnd("end_turn");
+  const open = new JournalBuilder({ timeBase: Date.now() - 600_000 }).prompt(prompt).stepBegin()
+    .text("Noted: Thursday.").stepEnd("end_turn");
   await w.journal(open.toString());
   for (let i = 0; i < 2; i++) await w.hook("stop");
   const stored = () => w.fake.messages(w.ov).map((m) => [m.role, m.content]);

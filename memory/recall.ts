@@ -1,8 +1,4 @@
-/**
- * Recall, query to printed text: the memories OpenViking finds for a prompt — `/search/search` in context
- * mode (the server's order; every OpenViking 0.5.x has it) — with the profile beside them, what the session
- * already holds left out, as the digest (digest.ts makes the text). Touches no state.
- */
+/** Recall, query to printed text: `/search/search` in context mode ∥ the profile, what the session holds left out. */
 
 import * as z from "zod/mini";
 import type { Budget, OpenVikingClient, OvFailure } from "../openviking/client.ts";
@@ -47,20 +43,19 @@ export function memoriesFromEntries(list: Iterable<Memory | null>): Memory[] {
   const out = new Map<string, Memory>();
   for (const m of list) {
     if (!m || !m.uri || m.uri.length > MAX_URI || out.has(m.uri)) continue;
-    const kept: Memory = { uri: m.uri, text: m.text.slice(0, MAX_TEXT) };
-    if (m.score !== undefined && Number.isFinite(m.score)) kept.score = m.score;
-    if (m.category) kept.category = m.category.slice(0, 64);
-    if (m.detail) kept.detail = m.detail.slice(0, 64);
-    out.set(m.uri, kept);
+    out.set(m.uri, {
+      uri: m.uri,
+      text: m.text.slice(0, MAX_TEXT),
+      ...(m.score !== undefined && Number.isFinite(m.score) ? { score: m.score } : {}),
+      ...(m.category ? { category: m.category.slice(0, 64) } : {}),
+      ...(m.detail ? { detail: m.detail.slice(0, 64) } : {}),
+    });
     if (out.size >= MAX_MEMORIES) break;
   }
   return [...out.values()];
 }
 
-/**
- * Whether `uri` is in workspace peer `peerId`'s strict scope by its place: the user's preferences and
- * profile, and this workspace's peer space (facts in the user's space: only those `madeIn` names).
- */
+/** Whether `uri` is in peer `peerId`'s strict scope by its place: the user's preferences and profile, the peer's space. */
 export function inStrictScope(uri: string, peerId: string): boolean {
   const rest = /^viking:\/\/user\/[^/]+\/(.*)$/.exec(uri)?.[1] ?? "";
   return /^memories\/(?:preferences\/|profile\.md$)/.test(rest) ||
@@ -73,25 +68,22 @@ export async function recallForPrompt(
   s: Config,
   req: RecallRequest,
 ): Promise<RecallResult> {
-  const r = { ...req, query: req.query.trim() };
-  if (!r.query) return { source: "none", memories: [] };
+  const query = req.query.trim();
+  if (!query) return { source: "none", memories: [] };
   // No quotas, token cap or dedupe window: the server's defaults; `exclude_uris` what the session was shown.
-  const body = { query: r.query, mode: "context", purpose: "coding", score_threshold: s.scoreThreshold };
-  const res = await c.request("POST", "/api/v1/search/search", ContextReply, {
-    body: {
-      ...body,
-      ...(s.recallPeerScope !== "all" ? { peer_scope: "actor" } : {}),
-      ...(r.sessionId ? { session_id: r.sessionId } : {}),
-      ...(r.excludeUris?.length ? { exclude_uris: r.excludeUris.slice(-200) } : {}),
-    },
-    budget: r.budget,
-  });
+  const body = {
+    ...{ query, mode: "context", purpose: "coding", score_threshold: s.scoreThreshold },
+    ...(s.recallPeerScope !== "all" ? { peer_scope: "actor" } : {}),
+    ...(req.sessionId ? { session_id: req.sessionId } : {}),
+    ...(req.excludeUris?.length ? { exclude_uris: req.excludeUris.slice(-200) } : {}),
+  };
+  const res = await c.request("POST", "/api/v1/search/search", ContextReply, { body, budget: req.budget });
   if (!res.ok) return { source: "none", memories: [], failure: res };
   const memories = memoriesFromEntries(res.result.entries);
   if (s.recallPeerScope !== "strict") return { source: "context", memories };
   // The server's text may name what strict leaves out: only the memories kept are shown.
   const peer = c.options.peerId ?? "";
-  const made = await madeIn(r.stateDir, peer);
+  const made = await madeIn(req.stateDir, peer);
   return {
     source: "context",
     memories: memories.filter((m) => inStrictScope(m.uri, peer) || made.has(m.uri)),
@@ -117,23 +109,16 @@ export interface Injection {
   failure?: OvFailure;
 }
 
-type Output = Pick<Injection, "stdout" | "injected">;
-
-/** What a format printed: `stdout`, and each memory shown with the characters it took. */
-const output = (stdout: string, shown: [Memory, number][]): Output => ({
-  stdout,
-  injected: shown.map(([m, chars]) => ({
-    uri: m.uri,
-    ...(m.score !== undefined ? { score: m.score } : {}),
-    chars,
-  })),
-});
-
 /**
- * The digest: one block, the profile's rows (≤ half its characters), then a line per memory; redacted first (a
- * memory's text and URI as shown; `injected` keeps its URI itself, the key of what the session has).
+ * The digest: one block, the profile's rows (≤ half its characters), then a line per memory, redacted as shown
+ * (`injected` keeps each URI itself, the key of what the session has, and the characters its line took).
  */
-function digestOutput(c: Config, found: Memory[], parts: ProfileParts | undefined, again: boolean): Output {
+function digestOutput(
+  c: Config,
+  found: Memory[],
+  parts: ProfileParts | undefined,
+  again: boolean,
+): Pick<Injection, "stdout" | "injected"> {
   const shown = parts && c.redact ? redactedProfile(parts) : parts;
   const profile = shown ? profileDigest(shown, again, Math.floor(c.recallDigestChars / 2)) : [];
   const reserved = DIGEST_OPEN.length + DIGEST_CLOSE.length + 2 +
@@ -141,11 +126,15 @@ function digestOutput(c: Config, found: Memory[], parts: ProfileParts | undefine
   const limits = { memories: c.recallDigestLimit, chars: c.recallDigestChars };
   const lines = digestLines(found, limits, reserved, c.redact ? redact : undefined);
   const body = [...profile, ...lines.map((l) => l.line)];
-  if (!body.length) return output("", []);
-  return output(
-    printBlocks([{ open: DIGEST_OPEN, body: SafeText.join(body, safe`\n`), close: DIGEST_CLOSE }]),
-    lines.map((l) => [l.memory, l.line.length]),
-  );
+  if (!body.length) return { stdout: "", injected: [] };
+  return {
+    stdout: printBlocks([{ open: DIGEST_OPEN, body: SafeText.join(body, safe`\n`), close: DIGEST_CLOSE }]),
+    injected: lines.map(({ memory: m, line }) => ({
+      uri: m.uri,
+      ...(m.score !== undefined ? { score: m.score } : {}),
+      chars: line.length,
+    })),
+  };
 }
 
 /** What to print for a prompt: asks the server (recall ∥ profile) within the budget; never throws. */
@@ -170,10 +159,8 @@ export async function injectionFor(
   const seen = new Set(req.injected);
   const unseen = recalled?.memories.filter((m) => !seen.has(m.uri)) ?? [];
   const hasProfile = parts !== undefined && !isEmptyProfile(parts);
-  const profile = hasProfile ? parts : undefined;
-  const out = digestOutput(c, unseen, profile, req.afterCompaction);
   return {
-    ...out,
+    ...digestOutput(c, unseen, hasProfile ? parts : undefined, req.afterCompaction),
     recall: req.reuse !== undefined ? "reused" : recalled?.source ?? "skipped",
     suppressed: recalled?.memories.filter((m) => seen.has(m.uri)).map((m) => m.uri) ?? [],
     profile: !req.profile ? "not-asked" : !parts ? "unavailable" : hasProfile ? "injected" : "empty",

@@ -20,20 +20,18 @@ async function replayQueues(ctx: HookContext): Promise<HookResult> {
   await probeIfDue(clientFor(ctx), ctx.sharedStateDir, Date.now(), budget);
   const options = { budget, ttlDays: ctx.config.pendingTtlDays, waitUnsure: ctx.isWorker };
   const report = await replayQueue(ctx.pendingDir, clientFor(ctx), options);
-  // Prompts of sessions that died before their turn reached a Stop (`kimi -p … | head`): delivered now.
-  const leftPrompts = await (await import("./capture.ts")).sendLeftPrompts(ctx, options.budget);
-  // Sessions that ended without SessionEnd, their last turns still uncommitted: committed now.
-  const leftCommitted = await (await import("./idle-commit.ts")).commitLeftSessions(ctx, options.budget);
+  // Prompts of sessions that died before a Stop, and sessions that ended without SessionEnd: delivered now.
+  const leftPrompts = await (await import("./capture.ts")).sendLeftPrompts(ctx, budget);
+  const leftCommitted = await (await import("./idle-commit.ts")).commitLeftSessions(ctx, budget);
   const temps = await houseKeeping(ctx);
   const here = { session: ctx.ovSessionId, peer: (await resolvePeer(ctx.cwd, ctx.config)).peerId };
   const alarm = await checkExtraction(clientFor(ctx), ctx.sharedStateDir, here, budget);
-  const cause = report.cause ? causeOf(report.cause) : undefined;
   await refreshFromHook(ctx, true);
   return {
     outcome: "replayed",
     data: {
       ...report,
-      cause,
+      cause: report.cause ? causeOf(report.cause) : undefined,
       leftCommitted,
       leftPrompts,
       extractionAlarm: alarm === null ? "not-asked" : alarm !== undefined,

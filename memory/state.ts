@@ -97,10 +97,7 @@ export const emptyState = (): SessionState => SessionStateSchema.parse({});
 export const MAX_CAPTURED_KEYS = 1000;
 const MAX_INJECTED_URIS = 1000;
 
-export interface StatePaths {
-  file: string;
-  lock: string;
-}
+export type StatePaths = { file: string; lock: string };
 
 /** The paths of `sessionId`'s capture or prompt state in `dir` (the id made safe first). */
 export async function statePaths(
@@ -125,7 +122,7 @@ export async function readState(file: string): Promise<SessionState> {
 
 /** The most capture states whose secret prints {@link machinePrints} takes: the newest by modification time. */
 export const PRINT_STATES = 32;
-/** A directory stamp younger than this when read may hide a change made in the same clock tick: read again. */
+/** A directory stamp younger than this may hide a change made in the same clock tick: read again. */
 const STAMP_SETTLE_MS = 2000;
 
 /** What {@link machinePrints} last found: the directory's stamp, each state file's stamp and prints, their union. */
@@ -148,9 +145,8 @@ function orUndefined<T>(read: () => T): T | undefined {
 const stampOf = (info: Deno.FileInfo) => `${info.ino}:${info.size}:${info.mtime?.getTime()}`;
 
 /**
- * The secret prints of the {@link PRINT_STATES} newest capture states in `dir` (every session of this machine; a
- * session as new as the newer of its two states): a damaged or missing file holds none. Read again only when the directory changed (every state write renames
- * into it), and then only the files that changed.
+ * The secret prints of the {@link PRINT_STATES} newest capture states in `dir` (a session as new as the newer of
+ * its two states); read again only when the directory changed, and then only the files that changed.
  */
 export async function machinePrints(dir: string): Promise<ReadonlySet<string>> {
   const info = dir ? await Deno.stat(dir).catch(() => undefined) : undefined;
@@ -160,19 +156,15 @@ export async function machinePrints(dir: string): Promise<ReadonlySet<string>> {
   const listedAt = Date.now();
   const names = await Array.fromAsync(Deno.readDir(dir), (e) => e.name).catch(() => [] as string[]);
   const listed = new Set(names);
-  const mtime = (file: string) => orUndefined(() => Deno.lstatSync(file))?.mtime?.getTime() ?? 0;
-  const states = names.filter((n) => n.endsWith(".json") && !n.endsWith(".prompt.json")).map((name) => {
-    const file = joinPath(dir, name);
-    const at = orUndefined(() => Deno.lstatSync(file)); // sync: a few µs each, where a promise apiece costs more
+  // Sync: a few µs each, where a promise apiece costs more.
+  const lstat = (file: string) => orUndefined(() => Deno.lstatSync(file));
+  const newest = names.filter((n) => n.endsWith(".json") && !n.endsWith(".prompt.json")).flatMap((name) => {
+    const [file, prompt] = [joinPath(dir, name), `${name.slice(0, -5)}.prompt.json`];
+    const at = lstat(file);
     // A resumed session is as new as its prompt state: its capture state is written at its first capture only.
-    const prompt = listed.has(`${name.slice(0, -5)}.prompt.json`)
-      ? mtime(`${file.slice(0, -5)}.prompt.json`)
-      : 0;
-    return at?.isFile
-      ? { file, stamp: stampOf(at), mtime: Math.max(at.mtime?.getTime() ?? 0, prompt) }
-      : undefined;
-  });
-  const newest = states.filter((s) => s !== undefined).sort((a, b) => b.mtime - a.mtime);
+    const asked = listed.has(prompt) ? lstat(joinPath(dir, prompt))?.mtime?.getTime() ?? 0 : 0;
+    return at?.isFile ? [{ file, stamp: stampOf(at), mtime: Math.max(at.mtime?.getTime() ?? 0, asked) }] : [];
+  }).sort((a, b) => b.mtime - a.mtime);
   const files = new Map<string, { stamp: string; prints: readonly string[] }>();
   for (const s of newest.slice(0, PRINT_STATES)) {
     const known = printed.files.get(s.file);
@@ -215,11 +207,8 @@ async function loadState(file: string, durable: boolean): Promise<SessionState> 
 
 /** Writes a session's state atomically, 0600 in a 0700 directory; `durable` syncs it before the rename. */
 export async function writeState(file: string, state: SessionState, durable = false): Promise<void> {
-  const trimmed = {
-    ...state,
-    capturedKeys: state.capturedKeys.slice(-MAX_CAPTURED_KEYS),
-    injectedUris: state.injectedUris.slice(-MAX_INJECTED_URIS),
-  };
+  const capturedKeys = state.capturedKeys.slice(-MAX_CAPTURED_KEYS);
+  const trimmed = { ...state, capturedKeys, injectedUris: state.injectedUris.slice(-MAX_INJECTED_URIS) };
   await writeFileAtomic(file, `${JSON.stringify(trimmed)}\n`, { durable });
 }
 
@@ -259,41 +248,27 @@ export type Uncommitted = Omit<SessionState["owed"][number], "destination" | "at
 
 /** `s`'s uncommitted captures per destination: its own destination's first, then those it owes others. */
 export const uncommitted = (s: SessionState): Uncommitted[] => [
-  ...(s.capturedSinceCommit > 0
-    ? [{
-      destination: s.destination,
-      to: s.to,
-      captured: s.capturedSinceCommit,
-      lastAckedKey: s.lastAckedKey,
-      at: s.lastCaptureAt,
-    }]
-    : []),
+  ...(s.capturedSinceCommit > 0 ? [{ ...s, captured: s.capturedSinceCommit, at: s.lastCaptureAt }] : []),
   ...s.owed,
 ];
 
 /** Whether captures `u` are `here`'s to commit (none kept: whoever's they are). */
 export const isFor = (u: Uncommitted, here: string) => u.destination === undefined || u.destination === here;
 
-/**
- * `s` turned to destination `here` (`to`) at a capture's start: another destination's uncommitted captures
- * are owed to it, kept for a run of its own (with its own key) to commit; what `s` owed `here` is its own again.
- */
+/** `s` turned to destination `here` (`to`): others' uncommitted captures owed to them, what it owed `here` its own. */
 export function capturingFor(s: SessionState, here: string, to: Destination): SessionState {
   const all = uncommitted(s);
   const owed = all.filter((u) => !isFor(u, here)).map((u) => ({
-    ...u,
-    destination: u.destination!,
-    at: u.at ?? Date.now(),
+    ...{ captured: u.captured, to: u.to, lastAckedKey: u.lastAckedKey },
+    ...{ destination: u.destination!, at: u.at ?? Date.now() },
   }));
   const captured = all.filter((u) => isFor(u, here)).reduce((n, u) => n + u.captured, 0);
   return { ...s, destination: here, to, capturedSinceCommit: captured, owed };
 }
 
 /**
- * Commits what session `sid` (state `s`) captured for destination `here` (`client`'s) since its last commit
- * there; the caller holds its lock. Named by the session and the last message it covers (queued commits never
- * merge); queued, not sent, behind the session's unsent writes or with too little budget left. Sent, queued
- * or refused (kept apart), that count goes; failed, or nothing `here`'s, the state is kept.
+ * Commits what session `sid` (state `s`, its lock held) captured for destination `here` since its last commit
+ * there: queued behind its unsent writes or short of budget; failed (or nothing `here`'s), the state is kept.
  */
 export async function commitCaptured(
   client: OpenVikingClient,
@@ -302,12 +277,10 @@ export async function commitCaptured(
   here: string,
   options: { budget: Budget; pendingDir: string; queue?: SessionQueue },
 ): Promise<{ state: SessionState; outcome: Awaited<ReturnType<typeof commitSession>> }> {
-  const { budget, pendingDir, queue } = options;
   const part = uncommitted(s).find((u) => isFor(u, here));
   if (!part) return { state: s, outcome: { kind: "failed", message: "nothing here waits for a commit" } };
-  const queueOnly = budget.remaining() < MIN_COMMIT_MS || await hasUnsent(pendingDir, sid);
-  const key = commitKey(sid, part);
-  const outcome = await commitSession(client, sid, { budget, pendingDir, key, queueOnly, queue });
+  const queueOnly = options.budget.remaining() < MIN_COMMIT_MS || await hasUnsent(options.pendingDir, sid);
+  const outcome = await commitSession(client, sid, { ...options, key: commitKey(sid, part), queueOnly });
   return { state: outcome.kind === "failed" ? s : committed(s, part), outcome };
 }
 

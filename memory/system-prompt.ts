@@ -10,8 +10,7 @@ import { memoryInstructions, SYSTEM_PROMPT_TITLE } from "./instructions.ts";
 import { systemPromptFile } from "../kimi/plugin-root.ts";
 
 /** How often a commit may refresh the file, and how long a refresh may wait. */
-const REFRESH_INTERVAL_MS = 10 * 60_000;
-const REFRESH_BUDGET_MS = 5000;
+const [REFRESH_INTERVAL_MS, REFRESH_BUDGET_MS] = [10 * 60_000, 5000];
 
 /** What the system prompt says of the profile: its block, or why there is none. */
 export type ProfileSection = { kind: "profile"; parts: ProfileParts } | { kind: "none" | "unknown" | "off" };
@@ -31,12 +30,13 @@ export function systemPromptText(
   settings: { redact: boolean; profileTokenBudget: number },
   now = new Date(),
 ): string {
-  let body: string;
-  if (section.kind === "profile") {
-    const parts = settings.redact ? redactedProfile(section.parts) : section.parts;
-    const rendered = renderProfile(parts, settings.profileTokenBudget)?.text ?? "(empty)";
-    body = `From OpenViking, ${now.toISOString().slice(0, 16).replace("T", " ")} UTC:\n\n${rendered}`;
-  } else body = SECTION_TEXT[section.kind];
+  const parts = section.kind === "profile" &&
+    (settings.redact ? redactedProfile(section.parts) : section.parts);
+  const body = parts
+    ? `From OpenViking, ${now.toISOString().slice(0, 16).replace("T", " ")} UTC:\n\n${
+      renderProfile(parts, settings.profileTokenBudget)?.text ?? "(empty)"
+    }`
+    : SECTION_TEXT[section.kind as keyof typeof SECTION_TEXT];
   let text = `${memoryInstructions("plugin")}\n\n## The user's profile\n\n${body}`;
   const bytes = new TextEncoder().encode(text);
   if (bytes.length >= 32 * 1024 - 1) {
@@ -84,9 +84,7 @@ export async function refreshPromptFile(
 export async function refreshFromHook(ctx: HookContext, force: boolean): Promise<void> {
   const file = systemPromptFile(ctx.env);
   if (!file) return;
-  const budgetMs = ctx.isWorker
-    ? REFRESH_BUDGET_MS
-    : Math.min(REFRESH_BUDGET_MS, 8000 - (Date.now() - ctx.startedAt));
+  const budgetMs = Math.min(REFRESH_BUDGET_MS, ctx.isWorker ? Infinity : 8000 - (Date.now() - ctx.startedAt));
   const outcome = budgetMs < 500 ? "no-time" : await refreshPromptFile(file, ctx.config, { force, budgetMs });
   ctx.log.stage("system-prompt", { outcome, file });
 }

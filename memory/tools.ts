@@ -26,11 +26,8 @@ export type MemoryTool = (typeof MEMORY_TOOLS)[number];
 /** The tools of `tools` offered: memory's and those `choice` names (`all`: every one), order kept. */
 export function offeredTools<T>(tools: readonly T[], choice: readonly string[]): T[] {
   if (choice.includes("all")) return [...tools];
-  const names = new Set<string>([...MEMORY_TOOLS, ...choice]);
-  return tools.filter((t) => {
-    const name = (t as { name?: unknown } | null)?.name;
-    return typeof name === "string" && names.has(name);
-  });
+  const names = new Set<unknown>([...MEMORY_TOOLS, ...choice]);
+  return tools.filter((t) => names.has((t as { name?: unknown } | null)?.name));
 }
 
 /** The built-in catalog: the tools memory needs, in OpenViking's order. */

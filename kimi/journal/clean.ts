@@ -3,23 +3,16 @@
 import { redact } from "../../lib/redact.ts";
 import { cutText } from "../../lib/neutralize.ts";
 
-/**
- * Where an open or close tag starts (group 1 is "/" for a close), for each tag whose whole element (open tag …
- * close tag) is injected context: ours, and Kimi's wrapping of every hook's output and reminder (an open tag
- * alone is text).
- */
+/** Where an open or close tag (group 1: "/") starts, of each tag whose whole element is injected context. */
 const TAGS = ["openviking-context", "user-profile", "available-memories", "system-reminder", "hook_result"]
   .map((tag) => new RegExp(`<(/)?${tag}(?=[\\s>/])`, "gi"));
 
-/** The blanks and `>` that end a close tag. */
-const CLOSE_END = /\s*>/y;
-/** The next `<` or `>`: where an open tag's attributes stop. */
-const ANGLE = /[<>]/g;
+/** The blanks and `>` that end a close tag; the next `<` or `>` (where an open tag's attributes stop). */
+const [CLOSE_END, ANGLE] = [/\s*>/y, /[<>]/g];
 
 /** Removes the whole elements of one tag (matched like brackets, `<tag/>` too); a lone open or close is text. */
 function removeElements(text: string, tag: RegExp): string {
-  const spans: [number, number][] = [];
-  const opens: number[] = [];
+  const [spans, opens]: [[number, number][], number[]] = [[], []];
   tag.lastIndex = 0;
   for (let m = tag.exec(text); m; m = tag.exec(text)) {
     const after = m.index + m[0].length;
@@ -40,8 +33,7 @@ function removeElements(text: string, tag: RegExp): string {
   }
   if (!spans.length) return text;
   spans.sort((a, b) => a[0] - b[0]);
-  let out = "";
-  let at = 0;
+  let [out, at] = ["", 0];
   for (const [start, end] of spans) {
     if (end <= at) continue; // inside a span already removed
     out += text.slice(at, start);
@@ -50,10 +42,7 @@ function removeElements(text: string, tag: RegExp): string {
   return out + text.slice(at);
 }
 
-/**
- * Removes every injected block from a text, NULs and lone surrogates (U+FFFD instead: OpenViking 0.5.2 refuses a
- * message holding one with a 400, and the turn would be lost), and normalises blank lines.
- */
+/** Removes every injected block, NULs and lone surrogates (U+FFFD: OpenViking 0.5.2 refuses them), extra blanks. */
 export function cleanInjected(text: string): string {
   let out = text.replace(/\0/g, "").toWellFormed();
   for (const tag of TAGS) out = removeElements(out, tag);
@@ -81,10 +70,7 @@ function isSlashCommand(text: string): boolean {
   return m !== null && (m[1] ?? "").split(/\s+/).filter(Boolean).length <= 3;
 }
 
-/**
- * A text without blanks, punctuation and symbols at either end: from its first other character to its last
- * (found by backtracking over the trailing run once, so linear).
- */
+/** A text without blanks, punctuation and symbols at either end (the trailing run backtracked once: linear). */
 const CORE = /[^\s\p{P}\p{S}](?:.*[^\s\p{P}\p{S}])?/su;
 
 /** The capture filters: why `text` (already cleaned) from `role` should not be captured, or "". */
@@ -108,9 +94,8 @@ export function skipReason(text: string, role: "user" | "assistant"): SkipReason
 export const TRUNCATION_MARK = "\n[truncated]";
 
 /**
- * A message's text after cleaning, redaction and the filters: `{text}` to send or `{reason}` to skip. With
- * `seen`, secrets found anywhere before (see lib/redact.ts `redact`) are hidden where they recur bare, and so are
- * those of `prints` (found by an earlier capture).
+ * A message's text after cleaning, redaction and the filters: `{text}` to send or `{reason}` to skip; secrets of
+ * `seen` and `prints` (lib/redact.ts `redact`) hidden where they recur bare.
  */
 export function prepareText(
   raw: string,

@@ -17,15 +17,10 @@ type Skipped = {
   reason: SkipReason | "already-captured" | "retracted" | "sent-by-fallback";
 };
 
-/** The plan for one capture: the turns considered (closed ones, plus open ones when forced), in journal order. */
-/** A capture's plan; `learned`: the prints of the secrets its turns hold (lib/redact.ts `secretPrint`). */
+/** A capture's plan: the turns considered, in order; `learned`: the prints of the secrets its turns hold. */
 export type Plan = { turns: Turn[]; toSend: Candidate[]; skipped: Skipped[]; learned: string[] };
 
-/**
- * Options that shape messages: `includeOpen` takes open turns too (SessionEnd, Interrupt: nothing more will be
- * added to them); `maxTurns` considers at most that many turns (a long backlog is captured in bounded steps);
- * `prints`: of the secrets earlier captures found, each redacted where these turns repeat it bare.
- */
+/** `includeOpen`: open turns too (forced); `maxTurns`: a step's; `prints`: secrets earlier captures found. */
 export type PlanOptions = {
   maxLength: number;
   redact: boolean;
@@ -54,10 +49,7 @@ export const fallbackKey = (text: string, at: number): string => `fb:${textHash(
 /** Whether a journal prompt of `time` may be the one the prompt hook saw at `at` (10 s before to 60 s after). */
 export const seenAt = (time: number, at: number): boolean => time >= at - 10_000 && time <= at + 60_000;
 
-/**
- * What `acked` holds besides whole messages: the fallback sends by text hash (the times their prompts were
- * seen), and the longest part of each open turn's answer (`<key>@<length>#<hash>`).
- */
+/** What `acked` holds besides whole messages: fallback sends by text hash, open answers' parts (decision 8). */
 function sentBefore(acked: ReadonlySet<string>) {
   const byFallback = new Map<string, number[]>();
   const parts = new Map<string, { length: number; hash: string }>();
@@ -89,13 +81,8 @@ export function planCapture(
   const { byFallback, parts } = sentBefore(acked);
   // A secret recognised in one message (`password=…`) is hidden wherever the others repeat it bare.
   const [seen, prints] = [new Set<string>(), new Set(options.prints)];
-  if (options.redact) {
-    for (const t of turns) {
-      for (const text of [userText(t), assistantText(t)]) {
-        prepareText(text, "user", { ...options, seen, prints });
-      }
-    }
-  }
+  const texts = options.redact ? turns.flatMap((t) => [userText(t), assistantText(t)]) : [];
+  for (const text of texts) prepareText(text, "user", { ...options, seen, prints });
   const plan: Plan = { turns: [], toSend: [], skipped: [], learned: [...seen].map(secretPrint) };
   for (const turn of turns) {
     if (!turn.closed && !options.includeOpen) break; // whole turns only, in order
@@ -130,9 +117,8 @@ export function planCapture(
 }
 
 /**
- * Acknowledges the first `count` planned messages (a turn is done once closed and wholly acknowledged): the
- * `keys` newly acknowledged (sent or durably queued), `ackedBelow` (every turn below it done), and `resumeAt`,
- * the first scanned turn not done (the cursor stays at its start).
+ * Acknowledges the first `count` planned messages: the `keys`, `ackedBelow` (every turn below it done: closed,
+ * wholly acknowledged), `resumeAt` (the first scanned turn not done; the cursor stays at its start).
  */
 export function acknowledge(
   plan: Plan,

@@ -43,10 +43,8 @@ async function tailHashAt(file: Deno.FsFile, offset: number): Promise<string> {
 }
 
 /**
- * Reads the complete JSON-object lines of `path` after `cursor` (or from the start), parsing those `filter`
- * keeps; `endOffset` is past the last complete line, `rewritten` says the cursor no longer matched (read from 0).
- * Each byte is scanned for a newline once and copied at most twice (kept as a piece of an unfinished line, then
- * joined), so one long line costs its length, not its length times its chunks.
+ * Reads the complete JSON-object lines of `path` after `cursor` (from 0 once it no longer matches: `rewritten`),
+ * parsing those `filter` keeps; each byte scanned once and copied at most twice, so a long line costs its length.
  */
 export async function readJournal(path: string, cursor?: ReadCursor, filter?: LineFilter): Promise<Reading> {
   using file = await Deno.open(path, { read: true });
@@ -160,11 +158,7 @@ const isUndoAnchor = (o: z.infer<typeof Origin> | undefined): boolean =>
   o === undefined || (o.inTurn !== true && (o.kind === "user" ||
     (["skill_activation", "plugin_command"].includes(o.kind) && o.trigger === "user-slash")));
 
-/**
- * Where a user input stands in its turn: what `/undo` cuts back to when it reaches it. `turn` is undefined when
- * it started before the stretch; `whole`: the turn's own prompt (the whole turn goes), else a later input in it
- * (the turn is cut back to the parts before it).
- */
+/** A user input `/undo` can cut back to: its turn (undefined: before the stretch), `whole` (the turn's prompt). */
 type Anchor = { turn?: Turn; whole: boolean; userParts: number; assistantParts: number };
 
 /** Withdraws everything from `cut` on: its turn (whole or cut back) and every later turn of the stretch. */
@@ -182,17 +176,16 @@ function retract(turns: Turn[], cut: Anchor): void {
 }
 
 /**
- * What {@link scanTurns} learnt of a stretch of journal: its main-agent turns, the index the next `turn.prompt`
- * would get, `protocol_version` from the metadata line (if the stretch held it), events with turn text whose
- * `turnId` matched no prompt (`rebound` to the open turn) or that had no turn (`unbound`: before the first prompt).
+ * A stretch's main-agent turns, the next prompt's index, its `protocol_version`, and events with text whose
+ * `turnId` matched no prompt (`rebound` to the open turn) or came before any (`unbound`).
  */
-export interface TurnScan {
+export type TurnScan = {
   turns: Turn[];
   nextIndex: number;
   protocolVersion?: string;
   rebound: number;
   unbound: number;
-}
+};
 
 /** Builds the main agent's turns from journal lines; `firstIndex` numbers turns when the journal has no ids. */
 export function scanTurns(lines: readonly JournalLine[], firstIndex = 0): TurnScan {

@@ -17,8 +17,7 @@ import { pathsUnder, stdinOf, world } from "./world.ts";
 
 /** Turns a capture plans and sends per step (memory/capture.ts): the backlog is many steps long. */
 const TURNS_PER_STEP = 200;
-const TURNS = 25 * TURNS_PER_STEP;
-const MESSAGES = 2 * TURNS;
+const [TURNS, MESSAGES] = [25 * TURNS_PER_STEP, 50 * TURNS_PER_STEP];
 const SESSION = "session_12b4c6d8-back-4log-9a0b-5000turns0012";
 const OTHER = "session_12b4c6d8-othr-4e5f-8a9b-quickstop012";
 
@@ -34,13 +33,6 @@ const queueEntries = (pending: string) =>
 
 /** Every `*.tmp` file under `dir`. */
 const tempFiles = (dir: string) => pathsUnder(dir, (p) => p.endsWith(".tmp"));
-
-/** A journal of `turns` numbered turns. */
-function backlogJournal(turns: number): string {
-  const j = new JournalBuilder();
-  for (let i = 0; i < turns; i++) j.simpleTurn(question(i), answer(i));
-  return j.toString();
-}
 
 /** Which stored message of a `turns`-turn backlog is not where it belongs (-1: each in its place, once). */
 function misplacedAt(stored: StoredMessage[], turns: number): number {
@@ -59,27 +51,21 @@ async function stopRuns(home: string, session: string): Promise<{ turns: number;
     .filter((r) => r.event === "stop" && r.session === session);
 }
 
-const stopInput = (session: string) => stdinOf("stop", session);
-
 Deno.test("hook stop: a 5,000-turn backlog with the server down queues in bounded steps and batches, resumes after a kill mid-write, never holds up another session; replay delivers all 10,000 once", async () => {
-  await using w = await world({
-    session: SESSION,
-    env: { OPENVIKING_TIMEOUT_MS: "2000", OPENVIKING_DEBUG: "1" },
-  });
-  const { fake, env, pending, state } = w;
-  await w.journal(backlogJournal(TURNS));
-  const worker = { ...env, OPENVIKING_KIMI_HOOK_WORKER: "1" };
+  const env = { OPENVIKING_TIMEOUT_MS: "2000", OPENVIKING_DEBUG: "1" };
+  await using w = await world({ session: SESSION, env });
+  const { fake, pending, state } = w;
+  const j = new JournalBuilder();
+  for (let i = 0; i < TURNS; i++) j.simpleTurn(question(i), answer(i));
+  await w.journal(j.toString());
+  const worker = { ...w.env, OPENVIKING_KIMI_HOOK_WORKER: "1" };
   fake.fault({ route: "*", status: 503 }); // the server is down
 
   // A Stop worker cut short part-way through the backlog, killed while a queue file is being written (its
   // temporary sibling exists).
-  const cut = await startCli(["hook", "stop"], worker, stopInput(SESSION));
-  await waitUntil(
-    () => queueEntries(pending) >= 20 && tempFiles(pending).length > 0,
-    60_000,
-    "a queue file being written after the first batches",
-    1,
-  );
+  const cut = await startCli(["hook", "stop"], worker, stdinOf("stop", SESSION));
+  const writing = () => queueEntries(pending) >= 20 && tempFiles(pending).length > 0;
+  await waitUntil(writing, 60_000, "a queue file being written after the first batches", 1);
   cut.kill("SIGKILL");
   await cut.status;
   const atCut = await state();
@@ -91,18 +77,13 @@ Deno.test("hook stop: a 5,000-turn backlog with the server down queues in bounde
 
   // The next Stop resumes where the last recorded step ended. Once it queues again (its replay of the backlog
   // met the outage), the server is back and another session's Stop runs meanwhile.
-  const resumed = await startCli(["hook", "stop"], worker, stopInput(SESSION));
+  const resumed = await startCli(["hook", "stop"], worker, stdinOf("stop", SESSION));
   await waitUntil(() => queueEntries(pending) > filesAtCut, 60_000, "the resumed run's batches", 10);
   fake.clearFaults();
-  await w.journal(
-    new JournalBuilder().simpleTurn("where do the logs go?", "To ~/.openviking/logs.").toString(),
-    OTHER,
-  );
-  assertEquals((await hookIn("stop", { env, stdin: stopInput(OTHER) })).stdout, "");
-  assertEquals(fake.messages(`kc-${OTHER}`).map((m) => [m.turn_id, m.role, m.content]), [
-    ["0", "user", "where do the logs go?"],
-    ["0", "assistant", "To ~/.openviking/logs."],
-  ]);
+  const other = [["0", "user", "where do the logs go?"], ["0", "assistant", "To ~/.openviking/logs."]];
+  await w.journal(new JournalBuilder().simpleTurn(other[0][2], other[1][2]).toString(), OTHER);
+  assertEquals((await hookIn("stop", { env: w.env, stdin: stdinOf("stop", OTHER) })).stdout, "");
+  assertEquals(fake.messages(`kc-${OTHER}`).map((m) => [m.turn_id, m.role, m.content]), other);
   assertEquals(fake.sessions.get(`kc-${OTHER}`)?.commits, 1);
   assertEquals(fake.messages(`kc-${SESSION}`).length, 0, "the other Stop replayed nothing of the backlog");
 
@@ -115,17 +96,16 @@ Deno.test("hook stop: a 5,000-turn backlog with the server down queues in bounde
   assertTrue(run && run.turns > 0 && run.turns <= TURNS - atCut.ackedBelow, JSON.stringify(run));
   assertTrue(run.steps >= Math.ceil(run.turns / TURNS_PER_STEP), `${run.steps} steps for ${run.turns} turns`);
   const queued = await ourQueue(pending);
-  const keys = new Set(
-    queued.filter((q) => q.kind === "message").map((q) => `${q.payload?.turn_id}:${q.payload?.role}`),
-  );
-  assertEquals([keys.size, queued.filter((q) => q.kind === "message").length], [MESSAGES, MESSAGES]);
+  const messages = queued.filter((q) => q.kind === "message");
+  const keys = new Set(messages.map((q) => `${q.payload?.turn_id}:${q.payload?.role}`));
+  assertEquals([keys.size, messages.length], [MESSAGES, MESSAGES]);
   assertEquals(queued.filter((q) => q.kind === "commit").length, 1);
   const files = queueEntries(pending);
   // A batch of 100 per file, the commit, and at most one short batch where the killed run stopped.
   assertTrue(files <= MESSAGES / 100 + 2, `${files} queue files for ${MESSAGES} messages`);
 
   // The server is back: `replay` delivers every message exactly once, in order, then the commit.
-  const replay = await runIn(env, ["replay"]);
+  const replay = await runIn(w.env, ["replay"]);
   assertEquals(replay.code, 0, replay.stderr);
   const stored = fake.messages(`kc-${SESSION}`);
   const storedKeys = new Set(stored.map((m) => `${m.turn_id}:${m.role}`));

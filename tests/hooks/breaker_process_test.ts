@@ -8,7 +8,7 @@ import { FAKE_DIGEST_FIRST, FakeOpenViking } from "../support/fake-openviking.ts
 import { startHungServer } from "../support/hung-server.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
-import { type PromptEntry, readLedger } from "../../memory/ledger.ts";
+import { readLedger } from "../../memory/ledger.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { doctorCheck, stdinOf, waitFor, world } from "./world.ts";
 import { runIn } from "../cli/in-process.ts";
@@ -34,10 +34,8 @@ async function prompt(env: Record<string, string>, session: string, text: string
 }
 
 /** The prompt entries of `session`'s ledger. */
-async function prompts(home: string, session: string): Promise<PromptEntry[]> {
-  const entries = await readLedger(`${home}/.openviking/ledger/kimicode`, session);
-  return entries.filter((e): e is PromptEntry => e.kind === "prompt");
-}
+const prompts = async (home: string, session: string) =>
+  (await readLedger(`${home}/.openviking/ledger/kimicode`, session)).filter((e) => e.kind === "prompt");
 
 /** The breaker files in the home's state directory, parsed. */
 async function breakers(home: string): Promise<{ path: string; value: Record<string, number> }[]> {
@@ -55,10 +53,8 @@ async function breakers(home: string): Promise<{ path: string; value: Record<str
 async function ageBreaker(home: string): Promise<void> {
   const [b] = await breakers(home);
   const back = (t: number | undefined) => t === undefined ? undefined : t - 60_000;
-  await Deno.writeTextFile(
-    b.path,
-    JSON.stringify({ ...b.value, at: back(b.value.at), probedAt: back(b.value.probedAt) }),
-  );
+  const aged = { ...b.value, at: back(b.value.at), probedAt: back(b.value.probedAt) };
+  await Deno.writeTextFile(b.path, JSON.stringify(aged));
 }
 
 const searches = (requests: string[]) => requests.filter((r) => r.startsWith("POST /api/v1/search/")).length;
@@ -137,10 +133,8 @@ Deno.test("a hung server that comes back: a due probe closes the breaker and rec
 
   await ageBreaker(dir.path);
   assertEquals(await prompt(env, "session_a", "how should I indent this file, once more?"), "");
-  await waitFor(
-    "the probe's answer",
-    async () => (await breakers(dir.path))[0]?.value.answeredAt !== undefined,
-  );
+  const answered = async () => (await breakers(dir.path))[0]?.value.answeredAt !== undefined;
+  await waitFor("the probe's answer", answered);
   const asked = fake.requests.map((r) => `${r.method} ${r.path}`);
   assertEquals(asked, ["POST /api/v1/search/search"], "the probe asked what recall asks, only");
 

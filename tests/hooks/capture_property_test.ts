@@ -19,13 +19,8 @@ import { skipReason } from "../../kimi/journal/clean.ts";
 const MARK = "INJECTED-MARKER";
 const SECRET = "sk-propertytestsecretvalue0123";
 
-interface TurnModel {
-  user: string;
-  steps: { texts: string[]; tool: boolean; think: boolean }[];
-  injectInUser: boolean;
-  secret: boolean;
-  reason: "completed" | "cancelled" | "failed";
-}
+type Step = { texts: string[]; tool: boolean; think: boolean };
+type TurnModel = { user: string; steps: Step[]; injectInUser: boolean; secret: boolean; reason: string };
 
 // A lone surrogate too: the real server refuses a message holding one (the fake does), capture sends U+FFFD.
 const word = fc.constantFrom(
@@ -59,11 +54,7 @@ const faultArb: fc.Arbitrary<Fault | null> = fc.oneof(
 );
 
 /** A message as the server stores it. */
-interface Stored {
-  turn_id: string;
-  role: "user" | "assistant";
-  content: string;
-}
+type Stored = { turn_id: string; role: "user" | "assistant"; content: string };
 
 /** The text capture sends for `text` (well-formed, redacted, trimmed), or undefined when the filters skip it. */
 function captured(text: string, role: "user" | "assistant"): string | undefined {
@@ -77,12 +68,9 @@ function expectedMessages(model: TurnModel[]): Stored[] {
     const user = captured(`${t.user}${t.secret ? ` key ${SECRET}` : ""}`, "user");
     const steps = t.steps.map((s) => s.texts.join("").trim()).filter((s) => s !== "");
     const assistant = captured(steps.join("\n\n"), "assistant");
-    return [
-      ...(user === undefined ? [] : [{ turn_id: String(i), role: "user" as const, content: user }]),
-      ...(assistant === undefined
-        ? []
-        : [{ turn_id: String(i), role: "assistant" as const, content: assistant }]),
-    ];
+    const message = (role: Stored["role"], content?: string) =>
+      content === undefined ? [] : [{ turn_id: String(i), role, content }];
+    return [...message("user", user), ...message("assistant", assistant)];
   });
 }
 
@@ -90,10 +78,8 @@ function build(turns: TurnModel[], v2: boolean): JournalBuilder {
   const j = new JournalBuilder({ v2 });
   for (const t of turns) {
     j.hookResult(`<openviking-context>${MARK} memory</openviking-context>`);
-    const user = `${t.user}${t.secret ? ` key ${SECRET}` : ""}${
-      t.injectInUser ? ` <system-reminder>${MARK}</system-reminder>` : ""
-    }`;
-    j.prompt(user);
+    const injected = t.injectInUser ? ` <system-reminder>${MARK}</system-reminder>` : "";
+    j.prompt(`${t.user}${t.secret ? ` key ${SECRET}` : ""}${injected}`);
     j.reminder(MARK);
     for (const [i, s] of t.steps.entries()) {
       j.stepBegin();
@@ -114,8 +100,7 @@ Deno.test({
   sanitizeResources: false,
   fn: async () => {
     const fake = await FakeOpenViking.start();
-    let runs = 0;
-    let totalDuplicates = 0;
+    let [runs, totalDuplicates] = [0, 0];
     try {
       await fc.assert(
         fc.asyncProperty(
@@ -130,8 +115,7 @@ Deno.test({
             await using dir = await tempDir();
             const sid = `session_prop-${runs}`;
             const env = sandboxEnv(dir.path, fake.url);
-            const full = build(model, v2).toString();
-            const bytes = new TextEncoder().encode(full);
+            const bytes = new TextEncoder().encode(build(model, v2).toString());
             const path = await placeJournal(dir.path, sid, "");
             const capture = async (budgetMs: number) => {
               const ctx = await makeContext("stop", { session_id: sid, cwd: "/home/user/proj" }, env);
@@ -179,10 +163,8 @@ Deno.test({
             const duplicates = got.length - unique.length;
             totalDuplicates += duplicates;
             assertEquals(unique, expected, "every closed turn's messages, once, in order");
-            assertTrue(
-              duplicates <= fake.lostReplyMessages - lostBefore,
-              `duplicates ${duplicates} only from lost replies`,
-            );
+            const lost = fake.lostReplyMessages - lostBefore;
+            assertTrue(duplicates <= lost, `duplicates ${duplicates} only from lost replies`);
             for (const m of got) {
               assertTrue(!String(m.content).includes(MARK), "nothing injected is captured");
               assertTrue(!String(m.content).includes(SECRET), "secrets are redacted");

@@ -1,8 +1,6 @@
 /**
- * The commands that show what the hooks would do or did, in-process through the command table: `recall
- * "<text>"` — what the prompt hook would print for that text in that workspace, byte for byte, then each
- * memory with its score and URI, and nothing changes on disk (no state, no ledger, no memo); `replay` — what
- * it did in words or `--json`, and when writes remain, why and the fix. A FIFO in a queue: world_faults_test.ts.
+ * The commands that show what the hooks would do or did, in-process: `recall "<text>"` (the prompt hook's output
+ * byte for byte, then the memories; nothing written), `replay` (what it did, what is left, why and the fix).
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
@@ -16,11 +14,9 @@ import { doctorCheck, snapshot, world } from "./world.ts";
 
 Deno.test("recall: the hook's own output for the text, then the memories; nothing written anywhere", async () => {
   await using w = await world();
-  const project = `${w.home}/project`;
-  await Deno.mkdir(project);
+  const [project, plugin] = [`${w.home}/project`, `${w.home}/plugin`];
+  await Promise.all([project, plugin].map((d) => Deno.mkdir(d)));
   // A plugin-mode install: the profile reaches the model through the plugin's system prompt.
-  const plugin = `${w.home}/plugin`;
-  await Deno.mkdir(plugin);
   await Deno.writeTextFile(`${plugin}/system-prompt.md`, "instructions and the profile");
   const text = "how should I indent TypeScript in this repo?";
   // A sandbox with some state already: recall must leave all of it as it is (the session start's work done
@@ -42,10 +38,8 @@ Deno.test("recall: the hook's own output for the text, then the memories; nothin
     cwd: project,
     prompt: text,
   };
-  const hook = await runHook("user-prompt-submit", new TextEncoder().encode(JSON.stringify(stdin)), {
-    ...w.env,
-    KIMI_PLUGIN_ROOT: plugin,
-  });
+  const raw = new TextEncoder().encode(JSON.stringify(stdin));
+  const hook = await runHook("user-prompt-submit", raw, { ...w.env, KIMI_PLUGIN_ROOT: plugin });
   assertEquals(out.stdout, hook, "byte for byte what the hook prints");
   assertEquals(printed.stdout, `${renderRecall(out)}\n`, "the text form: the hook's output, then the list");
   assertTrue(printed.stdout.startsWith(hook.trimEnd()), "the text form starts with the hook's output");
@@ -71,9 +65,9 @@ Deno.test('recall: a text the hook asks nothing for, or recall turned off, says 
 
 Deno.test("recall: a server that does not answer is told apart from nothing relevant (exit 1, the fix, nothing written)", async () => {
   await using w = await world({ fake: { apiKey: "the-right-key-123" } });
-  const env = (url = w.fake.url, key = "an-expired-key-456") => ({
+  const env = (key = "an-expired-key-456") => ({
     ...w.env,
-    OPENVIKING_URL: url,
+    OPENVIKING_URL: w.fake.url,
     OPENVIKING_API_KEY: key,
   });
   const ask = "anything about the build?";
@@ -105,14 +99,14 @@ Deno.test("recall: a server that does not answer is told apart from nothing rele
   assertMatch(renderRecall(refused), /recall failed: the server refused the key/);
   // The server's model down: its words and the server's fix, not our key's.
   w.fake.fault(MODEL_DOWN);
-  const model = await recall(env(w.fake.url, "the-right-key-123"));
+  const model = await recall(env("the-right-key-123"));
   assertEquals([model.failure?.kind, model.failure?.status], ["model", 503]);
   assertMatch(renderRecall(model), /recall failed: OpenViking at .* answers, but its model is unreachable/);
   assertMatch(model.failure!.fix, /^on the server, check ov\.conf's embedding section/);
   w.fake.clearFaults();
   // Up, with the right key and nothing relevant: no failure, in either form.
   w.fake.context = { entries: [], digest: "", rendered: "", stats: { rewrite: "no_relevant" } };
-  const nothing = await recall(env(w.fake.url, "the-right-key-123"));
+  const nothing = await recall(env("the-right-key-123"));
   assertEquals([nothing.stdout, nothing.path, nothing.failure], ["", "context", undefined]);
   assertEquals(renderRecall(nothing).includes("recall failed"), false);
 });
@@ -134,10 +128,8 @@ Deno.test("recall: memories in score order, and a folder's summary is no memory 
     entry("preferences/default/tabs.md", 0.87, "The user indents with tabs."),
   ];
   const out = await recallPreview("how do I format this file?", w.home, w.env);
-  assertEquals(out.memories.map((m) => [m.uri.replace(/^.*\/memories\//, ""), m.score]), [
-    ["preferences/default/tabs.md", 0.87],
-    ["preferences/default/quotes.md", 0.52],
-  ]);
+  const ranked = [["preferences/default/tabs.md", 0.87], ["preferences/default/quotes.md", 0.52]];
+  assertEquals(out.memories.map((m) => [m.uri.replace(/^.*\/memories\//, ""), m.score]), ranked);
   assertTrue(!out.stdout.includes("Overview") && !out.stdout.includes("preferences/default)"), out.stdout);
   assertMatch(
     renderRecall(out),
@@ -147,10 +139,8 @@ Deno.test("recall: memories in score order, and a folder's summary is no memory 
 
 Deno.test("recall with memory paused (the breaker open): says so and why at once, as the hook would, asking nothing", async () => {
   await using w = await world();
-  const state = `${w.home}/.openviking/state`;
+  const [state, at, origin] = [`${w.home}/.openviking/state`, Date.now() - 60_000, originOf(w.fake.url)];
   await Deno.mkdir(state, { recursive: true });
-  const at = Date.now() - 60_000;
-  const origin = originOf(w.fake.url);
   const reason = `no answer from ${w.fake.url} within 6000 ms`;
   const file = `${state}/kimicode-breaker-${(await sha256Hex(origin)).slice(0, 16)}.json`;
   await Deno.writeTextFile(file, JSON.stringify({ origin, since: at, at, reason, failures: 1 }));

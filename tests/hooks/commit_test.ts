@@ -1,9 +1,6 @@
 /**
- * When a session is committed, in-process against the fake: the commit policy (`OPENVIKING_COMMIT_POLICY`)
- * at each Stop; a session start commits sessions left; the idle watch (memory/idle-commit.ts): under
- * balanced/session-end a detached Stop worker commits the home's sessions once idle, one watch per home, so a
- * session that never fires SessionEnd (`kimi -p`) is committed on a server whose own idle commit is off
- * (through the entry point: detach_process_test.ts).
+ * When a session is committed, in-process against the fake: the commit policy at each Stop, a session start's
+ * catch-up, the idle watch (one per home and destination; through the entry point: detach_process_test.ts).
  */
 
 import { assertEquals, assertTrue as assert } from "../support/assert.ts";
@@ -19,16 +16,13 @@ import { world } from "./world.ts";
 const A = "session_7c0a1f5e-2b1d-4c3e-8f00-0000000000a1";
 const B = "session_7c0a1f5e-2b1d-4c3e-8f00-0000000000b2";
 const ov = (s: string) => `kc-${s}`;
-/** Longer than the default idle commit time (300 s). */
-const LONG_IDLE_MS = 901_000;
-/** An idle commit time a watch waits out in a tenth of a second. */
-const SHORT_IDLE = "0.1";
+/** Longer than the default idle commit time (300 s), and one a watch waits out in a tenth of a second. */
+const [LONG_IDLE_MS, SHORT_IDLE] = [901_000, "0.1"];
 
 /** A world under `policy` (idle after `idle` seconds when given). */
 async function sandbox(policy: string, idle?: string) {
-  const w = await world({
-    env: { OPENVIKING_COMMIT_POLICY: policy, ...(idle ? { OPENVIKING_IDLE_COMMIT_SECONDS: idle } : {}) },
-  });
+  const env = { OPENVIKING_COMMIT_POLICY: policy, ...(idle ? { OPENVIKING_IDLE_COMMIT_SECONDS: idle } : {}) };
+  const w = await world({ env });
   const stateDir = `${w.home}/.openviking/hook-state/kimicode`;
   return Object.assign(w, {
     stateDir,
@@ -97,13 +91,8 @@ Deno.test("a session start commits another session left uncommitted since the id
   await e.hook("session-start", {}, "session_7c0a1f5e-0000-0000-0000-000000000008");
   // Even a state that says "uncommitted, idle long": under every-turn a failed commit waits in the queue,
   // so the catch-up (a read of every session's state) does not run.
-  const idle = {
-    ...await e.state(),
-    ovSession: e.ov,
-    capturedSinceCommit: 1,
-    lastCaptureAt: Date.now() - LONG_IDLE_MS,
-  };
-  await writeState(e.stateFile(), idle);
+  const idle = { ovSession: e.ov, capturedSinceCommit: 1, lastCaptureAt: Date.now() - LONG_IDLE_MS };
+  await writeState(e.stateFile(), { ...await e.state(), ...idle });
   await e.hook("session-start", {}, "session_7c0a1f5e-0000-0000-0000-000000000009");
   assertEquals(e.fake.requestsTo("POST /api/v1/sessions/:id/commit").length, 1, "no catch-up commit");
 });
@@ -176,9 +165,8 @@ Deno.test("a state dated ahead of the clock is due at once; a state file of giga
   const file = `${s.stateDir}/${B}.json`;
   await writeState(file, { ...await readState(file), lastCaptureAt: Date.now() + 86_400_000 });
   const huge = `${s.stateDir}/session_huge.json`;
-  const f = await Deno.open(huge, { create: true, write: true });
-  await f.truncate(3 * 1024 ** 3); // sparse: no disk used
-  f.close();
+  await Deno.writeFile(huge, new Uint8Array());
+  await Deno.truncate(huge, 3 * 1024 ** 3); // sparse: no disk used
   assertEquals((await readState(huge)).capturedSinceCommit, 0);
   await s.stop(A, "session A");
   assertEquals([s.committed(A), s.committed(B)], [1, 1]);

@@ -33,16 +33,11 @@ Deno.test({
       env: { OPENVIKING_COMMIT_POLICY: "balanced", OPENVIKING_IDLE_COMMIT_SECONDS: "1" },
     });
     await s.say("a fact taught in kimi -p", "kept it in mind");
-    let parentPid = 0;
-    const seen: string[] = [];
+    let [parentPid, seen] = [0, [] as string[]];
     s.fake.onRequest = () => seen.push(procState(parentPid));
-    const child = new Deno.Command(Deno.execPath(), {
-      args: [...(await cliArgs()), "hook", "stop"],
-      env: { ...denoEnv(), ...s.env },
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
+    const args = [...(await cliArgs()), "hook", "stop"];
+    const io = { stdin: "piped", stdout: "piped", stderr: "piped" } as const;
+    const child = new Deno.Command(Deno.execPath(), { args, env: { ...denoEnv(), ...s.env }, ...io }).spawn();
     parentPid = child.pid;
     assertTrue(procState(Deno.pid) !== "", "the probe can see a live process");
     const w = child.stdin.getWriter();

@@ -29,14 +29,8 @@ for (const condition of CONDITIONS) {
         const search = s.fake.requestsTo(SEARCH)[0];
         // No dedup_turns with the digest: the server would hold back what it returned and the digest never showed.
         const query = "how should I indent this file?";
-        const body = {
-          query,
-          mode: "context",
-          purpose: "coding",
-          score_threshold: 0.35,
-          session_id: OV_SESSION,
-        };
-        assertEquals(search.body, body);
+        const body = { query, mode: "context", purpose: "coding", score_threshold: 0.35 };
+        assertEquals(search.body, { ...body, session_id: OV_SESSION });
         assertEquals(search.headers["user-agent"], "openviking-memory-kimicode/0.1.0");
         assertMatch(search.headers["x-openviking-actor-peer"], /^[A-Za-z0-9_.@-]+$/);
         const { origin: _, ...memory } = DEFAULT_ENTRY;
@@ -77,17 +71,12 @@ for (const condition of CONDITIONS) {
       const keys = [0, 1, 2].flatMap((t) => [`${t}:user`, `${t}:assistant`]);
       assertEquals([st.lastCaptureEvent, st.capturedKeys, st.ackedBelow], [event, keys, 3]);
       if (answers(condition)) {
-        const stored = s.fake.messages(OV_SESSION).map(({ turn_id, role, content }) => ({
-          turn_id,
-          role,
-          content,
-        }));
+        const messages = s.fake.messages(OV_SESSION);
+        const stored = messages.map(({ turn_id, role, content }) => ({ turn_id, role, content }));
         assertEquals([stored, s.commits(), st.capturedSinceCommit], [expected, 1, 0]);
         const writes = s.fake.requests.filter((q) => q.path.includes("/messages")).map((q) => q.route);
-        const [batch, one] = [
-          "POST /api/v1/sessions/:id/messages/batch",
-          "POST /api/v1/sessions/:id/messages",
-        ];
+        const one = "POST /api/v1/sessions/:id/messages";
+        const batch = `${one}/batch`;
         assertEquals(writes, condition === "no-batch" ? [batch, ...Array(6).fill(one)] : [batch]);
       } else {
         const queued = await ourQueue(s.pending);
@@ -177,19 +166,13 @@ Deno.test("hook session-start: a repeat within 2 s is ignored; resume keeps the 
   assertEquals((await s.promptState()).profileInjected, true);
   const start = (source: string) => s.run("session-start", { source });
   await start("resume");
-  assertEquals(
-    (await s.promptState()).profileInjected,
-    true,
-    "a resumed session already has its profile in context",
-  );
+  assertEquals((await s.promptState()).profileInjected, true, "a resumed session has its profile in context");
   const at = (await s.promptState()).lastSessionStartAt;
   await start("startup");
   assertEquals((await s.promptState()).lastSessionStartAt, at, "repeat within 2 s ignored");
   // 2.1 s later: the recorded start moved back, not waited for.
-  await writeState(s.stateFile(`${s.session}.prompt`), {
-    ...await s.promptState(),
-    lastSessionStartAt: at! - 2100,
-  });
+  const prompted = await s.promptState();
+  await writeState(s.stateFile(`${s.session}.prompt`), { ...prompted, lastSessionStartAt: at! - 2100 });
   await start("startup");
   assertEquals((await s.promptState()).profileInjected, false);
 });

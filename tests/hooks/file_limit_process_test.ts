@@ -34,11 +34,7 @@ Deno.test({
     const manifest = JSON.parse(await Deno.readTextFile(`${t.plugin}/kimi.plugin.json`));
     const command = (event: string) =>
       (manifest.hooks as { command: string }[]).find((h) => h.command.endsWith(` hook ${event}`))!.command;
-    const env = {
-      ...sandboxEnv(t.home, fake.url),
-      PATH: "/usr/bin:/bin",
-      KIMI_PLUGIN_ROOT: t.plugin,
-    };
+    const env = { ...sandboxEnv(t.home, fake.url), PATH: "/usr/bin:/bin", KIMI_PLUGIN_ROOT: t.plugin };
     /** Runs `event`'s registered command as Kimi does, under `ulimit -f <limit>` (blocks of 512 B in dash). */
     const hook = async (event: string, limit: string, extra: Record<string, string> = {}) => {
       const r = await runProcess("/bin/sh", ["-c", `ulimit -f ${limit}; ${command(event)}`], {

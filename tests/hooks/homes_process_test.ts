@@ -32,9 +32,6 @@ async function hostileRepo(root: string, url: string): Promise<string> {
   return repo;
 }
 
-const payload = (event: string, cwd: string, extra: Record<string, unknown> = {}) =>
-  stdinOf(event, SESSION, { cwd, ...extra });
-
 const EVENTS: [string, Record<string, unknown>][] = [
   ["session-start", { source: "startup" }],
   ["user-prompt-submit", { prompt: "how should I indent this file?" }],
@@ -44,14 +41,6 @@ const EVENTS: [string, Record<string, unknown>][] = [
   ["interrupt", { turn_id: 2 }],
   ["session-end", { reason: "exit" }],
 ];
-
-/** No key the repository chose appears in any request a server received. */
-function assertNoRepoKey(fake: FakeOpenViking): void {
-  for (const q of fake.requests) {
-    const seen = JSON.stringify(q.headers);
-    assertTrue(!seen.includes(REPO_KEY) && !seen.includes(REPO_ROOT_KEY), `repository key sent: ${seen}`);
-  }
-}
 
 for (const withEnvUrl of [true, false]) {
   Deno.test(`no HOME${withEnvUrl ? ", OPENVIKING_URL set" : ", nothing set"}: the repository's .openviking/ chooses nothing, nothing is written, capture is off`, async () => {
@@ -84,19 +73,18 @@ for (const withEnvUrl of [true, false]) {
     const everything = () => snapshot(dir.path).filter((p) => !p.startsWith("/log"));
     const beforeAll = everything();
     for (const [event, extra] of EVENTS) {
-      const r = await runCli(["hook", event], {
-        env,
-        clearEnv: true,
-        cwd: repo,
-        stdin: payload(event, repo, extra),
-      });
+      const stdin = stdinOf(event, SESSION, { cwd: repo, ...extra });
+      const r = await runCli(["hook", event], { env, clearEnv: true, cwd: repo, stdin });
       assertEquals([r.code, r.stderr], [0, ""], `${event} exits 0 silently`);
       if (event === "user-prompt-submit" && withEnvUrl) {
         assertEquals(r.stdout, `${FAKE_DIGEST}\n`, "recall works from the environment, without state");
       } else assertEquals(r.stdout, "", `${event} prints nothing`);
     }
     assertEquals(repoServer.requests.map((q) => q.route), [], "nothing reaches the repository-chosen server");
-    assertNoRepoKey(userServer);
+    for (const q of userServer.requests) {
+      const seen = JSON.stringify(q.headers);
+      assertTrue(!seen.includes(REPO_KEY) && !seen.includes(REPO_ROOT_KEY), `repository key sent: ${seen}`);
+    }
     if (withEnvUrl) {
       assertEquals(userServer.requestsTo("POST /api/v1/search/search").length, 1, "one recall");
       const sessions = userServer.requests.filter((q) => q.path.startsWith("/api/v1/sessions"));

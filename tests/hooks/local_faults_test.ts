@@ -1,10 +1,7 @@
 /**
- * What goes wrong on the user's disk, through the hooks: a damaged capture state (empty, a directory, a FIFO)
- * once made the next Stop resend the whole session — it is set aside and kept, and the cursor recovered from
- * what OpenViking holds (torn and garbage bytes: tests/runtime/state_test.ts's table); a cursor naming another
- * file; a state directory that cannot be written (a regular file where it goes, a read-only mount) must not
- * turn recall off, and capture must not send what it cannot record (the journal stays the truth); a nearly
- * full disk never causes a resend and leaves no temp file.
+ * What goes wrong on the user's disk, through the hooks: a damaged capture state (set aside, the cursor
+ * recovered from what OpenViking holds), a cursor naming another file, a state directory that cannot be written
+ * (recall still works, capture sends nothing it cannot record), a nearly full disk (no resend, no temp file).
  */
 
 import { canMountTmpfs } from "../support/temp.ts";
@@ -22,10 +19,10 @@ const asideOf = async (dir: string, session: string) =>
 
 const DAMAGES: [string, (file: string) => Promise<void>, ((f: FakeOpenViking) => void)?][] = [
   ["left empty", (f) => Deno.writeTextFile(f, "", { mode: 0o600 })],
-  ["replaced by a directory", async (f) => {
-    await Deno.mkdir(f);
-    await Deno.writeTextFile(`${f}/notes.txt`, "someone's files");
-  }],
+  [
+    "replaced by a directory",
+    (f) => Deno.mkdir(f).then(() => Deno.writeTextFile(`${f}/notes.txt`, "someone's")),
+  ],
   [
     "left empty while the server cannot say what it holds (nothing sent until it can)",
     (f) => Deno.writeTextFile(f, ""),
@@ -92,11 +89,10 @@ Deno.test("a FIFO where the capture state file goes: Stop never opens it, sets i
   );
 });
 
+const other = (w: World) =>
+  placeJournal(w.home, "session_other", new JournalBuilder().simpleTurn("o", "x").toString());
 const OTHER_FILES: [string, (w: World) => Promise<string>][] = [
-  [
-    "another session's journal",
-    (w) => placeJournal(w.home, "session_other", new JournalBuilder().simpleTurn("other 0", "x").toString()),
-  ],
+  ["another session's journal", other],
   ["/etc/passwd", () => Promise.resolve("/etc/passwd")],
 ];
 for (const [name, target] of OTHER_FILES) {
@@ -151,11 +147,11 @@ async function recallButNoCapture(
 ) {
   const prompt = await run(
     "user-prompt-submit",
-    stdinOf("user-prompt-submit", b.session, { prompt: "how do I indent?" }),
+    stdinOf("user-prompt-submit", b.session, { prompt: "indent?" }),
   );
   assertTrue(
     prompt.stdout.endsWith(`${FAKE_MEMORY_LINE}\n</openviking-context>\n`),
-    `recall works: ${prompt.stdout}`,
+    `recall: ${prompt.stdout}`,
   );
   const captures = ["stop", "stop-failure", "interrupt", "session-end"];
   for (const event of captures) assertEquals((await run(event, stdinOf(event, b.session))).stdout, "");
@@ -200,12 +196,8 @@ Deno.test("a read-only mount at ~/.openviking: recall works, capture sends nothi
     stderr: "piped",
   }).output().catch(() => undefined);
   if (!probe?.success) {
-    console.log(
-      `skipped: a read-only mount needs unshare -rm and tmpfs (${
-        probe ? new TextDecoder().decode(probe.stderr).trim() : "none"
-      })`,
-    );
-    return;
+    const why = probe ? new TextDecoder().decode(probe.stderr).trim() : "none";
+    return console.log(`skipped: a read-only mount needs unshare -rm and tmpfs (${why})`);
   }
   const args = await cliArgs();
   await recallButNoCapture(b, async (event, stdin) => {
@@ -230,14 +222,8 @@ Deno.test("a read-only mount at ~/.openviking: recall works, capture sends nothi
 
 /** Fills `dir`'s file system, leaving `room` bytes (pages of 4 KiB on tmpfs). */
 async function fill(dir: string, room: number): Promise<void> {
-  const filler = await Deno.open(`${dir}/filler`, { write: true, create: true, truncate: true });
-  try {
-    for (;;) await filler.write(new Uint8Array(4096));
-  } catch {
-    // full
-  } finally {
-    filler.close();
-  }
+  using filler = await Deno.open(`${dir}/filler`, { write: true, create: true, truncate: true });
+  while (await filler.write(new Uint8Array(4096)).catch(() => 0)); // until full
   await Deno.truncate(`${dir}/filler`, Math.max(0, (await Deno.stat(`${dir}/filler`)).size - room));
 }
 

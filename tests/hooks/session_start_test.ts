@@ -1,10 +1,6 @@
 /**
- * What a session start's detached worker (run in-process, over when the hook returns) and a commit's worker
- * do besides the queue: the extraction alarm — found by SessionStart's worker, told once on the next
- * session's first prompt, named with the server's words and the fix by `status` and `doctor`, ended by a
- * commit that makes memory again; the plugin's system prompt — filled with the profile in plugin mode so the
- * first prompt prints none, refreshed by a commit's worker when older than 10 minutes; the ledger pruned at
- * most once a day (README "What memory did").
+ * What a session start's and a commit's detached workers (in-process) do besides the queue: the extraction
+ * alarm, the strict scope's record, the plugin's system prompt, the ledger pruned at most once a day.
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
@@ -19,16 +15,12 @@ const ALARM_LINE =
 
 /** A finished commit task of session `sid`, `ageS` seconds old. */
 function task(sid: string, n: number, status: "failed" | "completed", ageS: number): FakeTask {
-  const now = Date.now() / 1000;
+  const at = Date.now() / 1000 - ageS;
+  const [done, failed] = [status === "completed", status === "failed"];
   return {
-    task_id: `task-${sid}-${n}`,
-    task_type: "session_commit",
-    status,
-    resource_id: sid,
-    created_at: now - ageS,
-    updated_at: now - ageS,
-    result: status === "completed" ? { session_id: sid, memories_extracted: { events: 1 } } : null,
-    error: status === "failed" ? SERVER_WORDS : null,
+    ...{ task_id: `task-${sid}-${n}`, task_type: "session_commit", status, resource_id: sid, created_at: at },
+    ...{ updated_at: at, error: failed ? SERVER_WORDS : null },
+    result: done ? { session_id: sid, memories_extracted: { events: 1 } } : null,
   };
 }
 
@@ -43,14 +35,11 @@ Deno.test("three failed extractions: the next session's first prompt says so onc
   await using w = await world();
   const { fake } = w;
   await Deno.mkdir(`${w.home}/.kimi-code`, { recursive: true });
-  for (
-    const [i, t] of [
-      task("kc-old", 1, "completed", 40),
-      ...[3, 2, 1].map((n) => task("kc-old", n + 1, "failed", n * 10)),
-    ].entries()
-  ) {
-    fake.tasks.set(`${i}-${t.task_id}`, t);
-  }
+  const tasks = [
+    task("kc-old", 1, "completed", 40),
+    ...[3, 2, 1].map((n) => task("kc-old", n + 1, "failed", n * 10)),
+  ];
+  tasks.forEach((t, i) => fake.tasks.set(`${i}-${t.task_id}`, t));
 
   assertEquals(await start(w, "session_new"), "", "SessionStart prints nothing");
   assertEquals(fake.requestsTo("GET /api/v1/tasks").length, 1, "its worker asked the tasks once");
@@ -116,12 +105,9 @@ Deno.test("strict scope: a memory this workspace's commits made is recalled here
     fake.files.set(diff, JSON.stringify({ operations: { adds: [{ uri }], updates: [], deletes: [] } }));
   }
   await start(w, "a2", inProject("project-a")); // this worker reads the diffs
+  const uris = [...Object.values(made), "viking://user/default/memories/preferences/tabs.md"];
   fake.context = {
-    entries: [...Object.values(made), "viking://user/default/memories/preferences/tabs.md"].map((uri) => ({
-      uri,
-      text: `about ${uri.split("/").at(-1)}`,
-      score: 0.9,
-    })),
+    entries: uris.map((uri) => ({ uri, text: `about ${uri.split("/").at(-1)}`, score: 0.9 })),
   };
   const inA = await prompt(w, "a2", "what did the last release ship?", inProject("project-a"));
   assertStringIncludes(inA, made["kc-a1"]);
@@ -148,7 +134,7 @@ Deno.test("plugin mode: the SessionStart and commit workers put the profile into
   assertEquals(await w.run("session-start", { source: "startup" }, worker), "");
   assertStringIncludes(await refreshed(), '<user-profile uri="viking://user/default/memories/profile.md">');
   assertEquals((await Deno.stat(file)).mode! & 0o777, 0o600);
-  const prompt = await w.run("user-prompt-submit", { prompt: "how should I indent this file?" }, {
+  const prompt = await w.run("user-prompt-submit", { prompt: "how should I indent this?" }, {
     OPENVIKING_DEBUG: "1",
   });
   assertEquals(prompt, `${FAKE_DIGEST}\n`, "the memory, and no profile: it is in the system prompt");
@@ -183,7 +169,7 @@ Deno.test("ledger: a 40-day-old session's file is pruned by session start's deta
   await using w = await world({ env: { OPENVIKING_WRITE_PATH_ASYNC: "1", [WORKER_ENV]: "1" } });
   const [old, recent] = [
     await ledgerFile(w.home, "session_old", FORTY_DAYS),
-    await ledgerFile(w.home, "session_recent", 0),
+    await ledgerFile(w.home, "r", 0),
   ];
   await w.hook("session-start", { source: "startup" }, "session_new");
   assertEquals([await exists(old), await exists(recent)], [false, true], "a recent one stays");

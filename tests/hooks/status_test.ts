@@ -74,13 +74,8 @@ Deno.test("status: every field after a scripted session, with the server down an
 
   const down = await collectStatus(w.env, w.home);
   const c = down.connection;
-  assertEquals([c.reachable, c.authenticated, c.account, c.user, c.serverVersion], [
-    false,
-    null,
-    "acme",
-    "carol",
-    undefined,
-  ]);
+  const asked = [c.reachable, c.authenticated, c.account, c.user, c.serverVersion];
+  assertEquals(asked, [false, null, "acme", "carol", undefined]);
   assertMatch(c.problem!.fix, /start the server|install --url/);
   assertEquals(c.peer, { id: w.home.replace(/[^A-Za-z0-9]/g, "-"), source: "cwd" });
   assertTrue(down.notAsked.includes("whether the key is accepted"));
@@ -90,10 +85,8 @@ Deno.test("status: every field after a scripted session, with the server down an
   // (server down) gets nothing.
   assertEquals(d.prompts, { seen: 3, injected: 1, suppressed: 1, lastPath: "none" });
   assertEquals([d.captures.runs, d.captures.turns, d.captures.sent, d.captures.queued], [3, 3, 4, 2]);
-  assertEquals(d.commits.map((c) => [c.outcome, c.task?.status]), [["committed", undefined], [
-    "committed",
-    undefined,
-  ], ["queued", undefined]]);
+  const outcomes = [["committed", undefined], ["committed", undefined], ["queued", undefined]];
+  assertEquals(d.commits.map((c) => [c.outcome, c.task?.status]), outcomes);
   assertEquals(d.commits.map((c, i) => within(c.at, stops[i])), [true, true, true], "each commit's time");
   assertEquals(d.queue, { entries: 2, messages: 2, commits: 1 });
   assertEquals(d.lastError?.kind, "unreachable");
@@ -117,14 +110,8 @@ Deno.test("status: every field after a scripted session, with the server down an
   const up = await collectStatus(w.env, w.home);
   const u = up.connection;
   // Asked: the server's version, and the user its key belongs to (the fake's is "default").
-  assertEquals([u.reachable, u.authenticated, u.account, u.user, u.serverVersion, up.notAsked], [
-    true,
-    true,
-    "acme",
-    "default",
-    "0.5.2-fake",
-    [],
-  ]);
+  const known = [u.reachable, u.authenticated, u.account, u.user, u.serverVersion, up.notAsked];
+  assertEquals(known, [true, true, "acme", "default", "0.5.2-fake", []]);
   assertEquals(
     (await w.ours()).commits.map((c) => [c.outcome, c.task?.status, c.task?.error, c.task?.memories]),
     [
@@ -221,10 +208,8 @@ Deno.test("status after `openviking-kimi replay`: the queued commit delivered by
   assertEquals((await w.cli("replay")).code, 0);
   const [taskId] = [...w.fake.tasks.keys()];
   const replays = await w.replays();
-  assertEquals(replays.map((e) => [e.replayed, e.messages, e.commitTasks]), [[2, 2, [{
-    sessionId: w.ov,
-    taskId,
-  }]]], "the replay is in the replay ledger");
+  const ledgered = [[2, 2, [{ sessionId: w.ov, taskId }]]];
+  assertEquals(replays.map((e) => [e.replayed, e.messages, e.commitTasks]), ledgered, "in the replay ledger");
   const commit = async () =>
     (await w.ours()).commits.map((c) => [c.outcome, c.waiting, c.replayedAt, c.taskId, c.task?.status]);
   assertEquals(
@@ -294,10 +279,7 @@ Deno.test("status: the newest commits the task list leaves out are asked by id: 
   );
 
   fake.fault({ route: "GET /api/v1/tasks/*", status: 503 }); // their own route busy as well
-  const busy = {
-    notAsked: [`the tasks of 3 commit(s) of ${session}`],
-    tasks: [undefined, undefined, undefined, undefined],
-  };
+  const busy = { notAsked: [`the tasks of 3 commit(s) of ${session}`], tasks: Array(4).fill(undefined) };
   assertEquals(await tasks(), busy);
 });
 
@@ -312,10 +294,8 @@ Deno.test("status --session with an id nothing is known of: says so and points t
   }
   assertEquals((await collectStatus(w.env, w.home, { session: w.session })).sessions.length, 1);
   const both = await w.cli("status", "--session", w.session, "--all");
-  assertEquals([both.code, both.stderr], [
-    2,
-    "openviking-kimi status: --session and --all exclude each other; give one of them.\n",
-  ]);
+  const exclusive = "openviking-kimi status: --session and --all exclude each other; give one of them.\n";
+  assertEquals([both.code, both.stderr], [2, exclusive]);
   // A session with state but nothing in the ledger (a start with an empty queue) is known: shown, no age.
   const other = "session_5747a705-0000-4000-8000-0000000000ff";
   await w.hook("session-start", { source: "startup" }, other);
@@ -410,10 +390,8 @@ Deno.test("status under balanced: captures that wait for a commit, and when the 
   assertEquals(w.commits(), 0, "one short turn: no commit yet");
   const state = await w.state();
   assertEquals((await w.ours()).uncommitted, { messages: 2, dueAt: state.lastCaptureAt! + 600_000 });
-  assertMatch(
-    flat(await w.text()),
-    /2 message\(s\) wait for a commit: due in (9|10) min \(idle since the last capture\)/,
-  );
+  const due = /2 message\(s\) wait for a commit: due in (9|10) min \(idle since the last capture\)/;
+  assertMatch(flat(await w.text()), due);
   // The watch's commit is in the ledger as a capture of no turns: a commit, not a capture run.
   await w.ledgerLine(w.session, {
     at: Date.now(),
@@ -436,8 +414,8 @@ Deno.test("status: the idle watch's commit, after `install --url` of another ser
   await w.say("a short question", "done");
   await w.run("stop", {}, { [WORKER_ENV]: "1" }); // its watch commits once idle
   assertEquals(w.commits(), 1);
-  const [c] =
-    (await collectStatus({ ...w.env, OPENVIKING_URL: "http://127.0.0.1:9" }, w.home)).sessions[0].commits;
+  const elsewhere = { ...w.env, OPENVIKING_URL: "http://127.0.0.1:9" };
+  const [c] = (await collectStatus(elsewhere, w.home)).sessions[0].commits;
   assertEquals([c.outcome, c.origin?.url], ["committed", w.fake.url]);
 });
 

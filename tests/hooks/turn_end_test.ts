@@ -10,7 +10,7 @@ import { JournalBuilder } from "../support/journal.ts";
 import { makeContext } from "../support/hook-context.ts";
 import { captureMode, captureSession } from "../../memory/capture.ts";
 import { withLock } from "../../lib/lock.ts";
-import { world } from "./world.ts";
+import { type World, world } from "./world.ts";
 
 Deno.test("Stop before the turn is in the journal: the capture waits for it and captures it", async () => {
   await using w = await world({ env: { OPENVIKING_CAPTURE_WAIT_MS: "8000" } });
@@ -24,14 +24,12 @@ Deno.test("Stop before the turn is in the journal: the capture waits for it and 
   assertEquals(w.stored(), ["0:user", "0:assistant", "1:user", "1:assistant"]);
 });
 
-const said = (w: Awaited<ReturnType<typeof world>>) =>
-  w.fake.messages(w.ov).map((m) => `${m.role}: ${m.content}`);
+const said = (w: World) => w.fake.messages(w.ov).map((m) => `${m.role}: ${m.content}`);
 
 Deno.test("an answer line half-written at an interrupt is captured once finished, before the next turn", async () => {
   await using w = await world();
-  const j = new JournalBuilder().prompt("why does the build fail?").stepBegin().text(
-    "the lockfile pins an old compiler",
-  );
+  const j = new JournalBuilder().prompt("why does the build fail?").stepBegin()
+    .text("the lockfile pins an old compiler");
   const whole = j.toString();
   await w.journal(whole.slice(0, whole.length - 12)); // its last line half-written
   await w.hook("interrupt");
@@ -87,11 +85,8 @@ Deno.test("a forced capture does not end a turn that began after it started", as
   });
   await capture;
   const stored = () => w.fake.messages(w.ov).map((m) => [m.turn_id, m.role, m.content]);
-  assertEquals(stored(), [["0", "user", "first question about tabs"], [
-    "0",
-    "assistant",
-    "first answer about tabs",
-  ]]);
+  const first = [["0", "user", "first question about tabs"], ["0", "assistant", "first answer about tabs"]];
+  assertEquals(stored(), first);
   const before = j.lines.length;
   j.text(" and second half").stepEnd("end_turn").ended();
   await append(before);

@@ -19,13 +19,7 @@ export function stdinOf(event: string, session = SESSION, extra: Record<string, 
 }
 
 /** A check of `doctor --json`'s report. */
-export interface Check {
-  id: string;
-  status: string;
-  summary: string;
-  detail?: string[];
-  fix?: string;
-}
+type Check = { id: string; status: string; summary: string; detail?: string[]; fix?: string };
 
 /** `doctor --json` in-process in `env`: its exit code and its checks by id. */
 export async function doctorChecks(env: Record<string, string>) {
@@ -44,20 +38,17 @@ export async function doctorCheck(env: Record<string, string>, id: string) {
 
 /** Every path under `dir` (recursively), relative to it, sorted; `keep` picks which. */
 export function pathsUnder(dir: string, keep: (path: string, e: Deno.DirEntry) => boolean = () => true) {
-  const out: string[] = [];
-  const walk = (d: string) => {
-    for (const e of Deno.readDirSync(d)) {
+  const walk = (d: string): string[] =>
+    [...Deno.readDirSync(d)].flatMap((e) => {
       const p = `${d}/${e.name}`;
-      if (keep(p, e)) out.push(p.slice(dir.length));
-      if (e.isDirectory) walk(p);
-    }
-  };
+      return [...keep(p, e) ? [p.slice(dir.length)] : [], ...e.isDirectory ? walk(p) : []];
+    });
   try {
-    walk(dir);
+    return walk(dir).sort();
   } catch (error) {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
+    return [];
   }
-  return out.sort();
 }
 
 /** Every path under `dir` with its size and mtime: a snapshot that any write changes. */
@@ -80,15 +71,15 @@ export async function waitFor(what: string, cond: () => Promise<boolean> | boole
 export async function world(
   options: { env?: Record<string, string>; fake?: FakeOptions; session?: string } = {},
 ) {
-  const dir = await tempDir();
-  const fake = await FakeOpenViking.start(options.fake);
-  const home = dir.path;
-  const session = options.session ?? SESSION;
+  const [dir, fake] = [await tempDir(), await FakeOpenViking.start(options.fake)];
+  const [home, session] = [dir.path, options.session ?? SESSION];
   const ov = `kc-${session}`;
   const env = sandboxEnv(home, fake.url, { OPENVIKING_CAPTURE_WAIT_MS: "0", ...options.env });
   const stateFile = (s = session) => `${home}/.openviking/hook-state/kimicode/${s}.json`;
   const journals = new Map<string, JournalBuilder>();
   const builder = (s: string) => journals.get(s) ?? journals.set(s, new JournalBuilder()).get(s)!;
+  const runAs = async (s: string, event: string, extra: Record<string, unknown> = {}, more = {}) =>
+    (await hookIn(event, { env: { ...env, ...more }, stdin: stdinOf(event, s, extra) })).stdout;
   return {
     home,
     env,
@@ -109,15 +100,14 @@ export async function world(
       for (let k = 0; k < n; k++) j.simpleTurn(`question ${j.turnId + 1}`, `answer ${j.turnId + 1}`);
       return placeJournal(home, s, j.toString());
     },
-    /** Runs `hook <event>` in-process; its stdout. */
-    run: async (event: string, extra: Record<string, unknown> = {}, more: Record<string, string> = {}) =>
-      (await hookIn(event, { env: { ...env, ...more }, stdin: stdinOf(event, session, extra) })).stdout,
+    /** Runs `hook <event>` in-process, `more` over the environment; its stdout. */
+    run: (event: string, extra: Record<string, unknown> = {}, more: Record<string, string> = {}) =>
+      runAs(session, event, extra, more),
     /** Runs `hook <event>` of session `s` in-process, `more` over the environment; its stdout. */
-    runAs: async (s: string, event: string, extra: Record<string, unknown> = {}, more = {}) =>
-      (await hookIn(event, { env: { ...env, ...more }, stdin: stdinOf(event, s, extra) })).stdout,
+    runAs,
     /** Runs `hook <event>`, which must print nothing. */
     hook: async (event: string, extra: Record<string, unknown> = {}, s = session) =>
-      assertEquals((await hookIn(event, { env, stdin: stdinOf(event, s, extra) })).stdout, ""),
+      assertEquals(await runAs(s, event, extra), ""),
     /** `openviking-kimi <args>` in-process in the world's environment. */
     cli: (...args: string[]) => runIn(env, args),
     /** The session's stored messages as `turn:role`. */
