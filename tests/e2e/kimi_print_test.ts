@@ -179,9 +179,9 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
       // 0.41.0/0.42.0's v2 engine writes no end marker before it dies: that turn stays open (fixture
       // closed-stdout). Plugin mode, no memory: print mode shows a recall (or config mode's profile) on stdout,
       // and Kimi would die at that block, before the prompt. Kimi queues the turn's records before Stop but
-      // appends them to wire.jsonl one fsync'd batch at a time: under load it dies at the EPIPE with the
-      // turn's end (and answer) still in memory, lost to its own `kimi -r` too. Then only the prompt is left,
-      // in the journal's open turn and the prompt hook's kept prompts.
+      // appends them one fsync'd batch at a time: under load it dies at the EPIPE with them still in memory
+      // (ARCHITECTURE 9). Then only the prompt is left, in the journal's open turn and the prompt
+      // hook's kept prompts.
       if (mode === "plugin" && !/^0\.4[12]\./.test(version)) {
         await t.step(
           "`kimi -p … | head -1`: Kimi dies of EPIPE right after Stop; what its journal kept reaches OpenViking — the whole turn from Stop, or, when Kimi died before writing the turn's end, its prompt from a later session's start once idle",
