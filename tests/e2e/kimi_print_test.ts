@@ -18,6 +18,7 @@ import {
   besidePrompt,
   E2E_TEST,
   expectFakeSession,
+  fakeMessages,
   filesContaining,
   isHookResult,
   kimiOrSkip,
@@ -177,10 +178,13 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
 
       // 0.41.0/0.42.0's v2 engine writes no end marker before it dies: that turn stays open (fixture
       // closed-stdout). Plugin mode, no memory: print mode shows a recall (or config mode's profile) on stdout,
-      // and Kimi would die at that block, before the prompt.
+      // and Kimi would die at that block, before the prompt. Kimi queues the turn's records before Stop but
+      // appends them one fsync'd batch at a time: under load it dies at the EPIPE with them still in memory
+      // (ARCHITECTURE 9). Then only the prompt is left, in the journal's open turn and the prompt
+      // hook's kept prompts.
       if (mode === "plugin" && !/^0\.4[12]\./.test(version)) {
         await t.step(
-          "`kimi -p … | head -1`: Kimi dies of EPIPE after Stop, before turn.ended; the whole turn reaches OpenViking",
+          "`kimi -p … | head -1`: Kimi dies of EPIPE right after Stop; what its journal kept reaches OpenViking — the whole turn from Stop, or, when Kimi died before writing the turn's end, its prompt from a later session's start once idle",
           async () => {
             const prompt = "The deploy window is Thursday 14:00 UTC.";
             const answer = "Noted: Thursday 14:00 UTC.\n\n- second line\n- third line";
@@ -201,8 +205,20 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
             assertEquals(dec.decode(out.stdout), "• Noted: Thursday 14:00 UTC.\n");
             assertEquals(out.code, 1, `Kimi dies writing into the closed pipe:\n${dec.decode(out.stderr)}`);
             const sessionId = rig.env.sessionIndex().at(-1)!.sessionId;
-            const turn: Msg[] = [["0", "user", prompt], ["0", "assistant", answer]];
-            await expectFakeSession(fake, `kc-${sessionId}`, turn, 1);
+            const ov = `kc-${sessionId}`;
+            await rig.capturedBy(sessionId, "stop"); // Kimi is gone: its journal is final
+            const wire = await Deno.readTextFile(rig.env.journalPath(sessionId));
+            if (wire.includes(`"type":"agent.turn.ended"`)) {
+              await expectFakeSession(fake, ov, [["0", "user", prompt], ["0", "assistant", answer]], 1);
+              return;
+            }
+            console.log(
+              "  Kimi died before its journal had the turn's end: the prompt goes at a later start",
+            );
+            assertEquals(fakeMessages(fake, ov), [], "Stop sent nothing of a turn its journal never closed");
+            await asIfIdle(rig, sessionId, 10 * 60_000);
+            await rig.print("a later session, after the idle commit time");
+            await expectFakeSession(fake, ov, [["undefined", "user", prompt]], 1); // a kept prompt: no turn id
           },
         );
       }
@@ -315,13 +331,23 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
             assertTrue(beside && !isHookResult(beside), "told once: nothing printed the second time");
             assertEquals(prompts.slice(-2).map((e) => e.kind === "prompt" && e.path), ["paused", "paused"]);
             assertTrue(prompts.at(-2)!.ms > BUDGET_MS / 2, "the first prompt waited for the server");
-            const second = prompts.at(-1)!.ms;
-            assertTrue(second < BUDGET_MS / 10, `the second waited for nothing (${second} ms)`);
+            assertTrue(prompts.at(-2)!.failure, "the first asked the server and gave up on it");
             assertTrue(hung.durationMs - normal.durationMs > BUDGET_MS / 2, "the first turn waited for it");
-            assertTrue(
-              again.durationMs - normal.durationMs < BUDGET_MS / 2,
-              `the second turn waited for nothing: ${again.durationMs} ms against ${normal.durationMs} ms answering; ` +
-                `the log of that turn:\n${await logSince(rig, Date.now() - again.durationMs)}`,
+            // The second waited for nothing, proved by what it did, not by a time that load stretches: it
+            // took the open breaker's path, which asks no server (a probe goes detached), and failed nothing.
+            const runs = (await rig.hookRuns()).filter((r) =>
+              r.source === "kimicode:user-prompt-submit" && r.session === normal.sessionId
+            );
+            const second = runs.at(-1)!;
+            assertEquals(
+              prompts.at(-1)!.failure,
+              undefined,
+              `the second asked nothing: ${JSON.stringify(second)}`,
+            );
+            assertEquals(
+              [second.outcome, typeof second.probing],
+              ["paused", "boolean"],
+              JSON.stringify(second),
             );
           },
         );
@@ -336,13 +362,21 @@ async function promptRuns(rig: Rig, sessionId: string): Promise<PromptEntry[]> {
   return entries.filter((e): e is PromptEntry => e.kind === "prompt");
 }
 
-/** The hooks' and the MCP server's debug log lines since `at` (ms since the epoch). */
-async function logSince(rig: Rig, at: number): Promise<string> {
-  const text = await Deno.readTextFile(join(rig.ovHome, "logs", "kimicode-hooks.log")).catch(() => "");
-  return text.split("\n").filter((l) => {
-    const ts = /"ts":"([^"]+)"/.exec(l)?.[1];
-    return ts !== undefined && Date.parse(ts) >= at;
-  }).join("\n");
+/**
+ * Our state of a session as it would be `ms` later (the prompt hook's kept prompts and both state files dated
+ * back): what a session start finds once the session has been idle that long.
+ */
+async function asIfIdle(rig: Rig, sessionId: string, ms: number): Promise<void> {
+  const dir = join(rig.ovHome, "hook-state", "kimicode");
+  const promptFile = join(dir, `${sessionId}.prompt.json`);
+  const state = JSON.parse(await Deno.readTextFile(promptFile));
+  state.fallbackPrompts = state.fallbackPrompts.map((p: { at: number }) => ({ ...p, at: p.at - ms }));
+  await Deno.writeTextFile(promptFile, JSON.stringify(state));
+  for (const file of [promptFile, join(dir, `${sessionId}.json`)]) {
+    const { mtime } = await Deno.stat(file);
+    const then = new Date(mtime!.getTime() - ms);
+    await Deno.utime(file, then, then);
+  }
 }
 
 /** A tool output without the "Wall time: … seconds" line Kimi 2.1.0 puts first. */
