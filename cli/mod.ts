@@ -1,8 +1,4 @@
-/**
- * The command table: each command's flags (`node:util` `parseArgs` options with their help), summary and
- * handler (imported when it runs); usage lines, help and README's command list are rendered from it.
- * `hook <event>` never comes here (main.ts runs it first); only `hook --help` and mistakes do.
- */
+/** The command table (flags with their help, positionals, summary, handler loaded on use), and its help texts. */
 
 import { parseArgs } from "node:util";
 import { HOOKS } from "../kimi/hooks.ts";
@@ -13,21 +9,20 @@ import { wrap } from "../lib/columns.ts";
 
 const PROGRAM = "openviking-kimi";
 
-/** One flag: what `parseArgs` reads, and for the help its line, its value's name (`DIR`) and fixed choices. */
-interface Flag {
-  readonly type: "string" | "boolean";
-  readonly short?: string;
-  readonly default?: string | boolean;
-  readonly value?: string;
-  readonly choices?: readonly string[];
-  readonly help: string;
-}
+/** One flag: what `parseArgs` reads, its help line, its value's name (`DIR`) and fixed choices. */
+type Flag = {
+  type: "string" | "boolean";
+  short?: string;
+  default?: string | boolean;
+  value?: string;
+  choices?: readonly string[];
+  help: string;
+};
 type Flags = Readonly<Record<string, Flag>>;
 /** The values strict `parseArgs` gives for flags `F` (booleans are declared with `default: false`). */
 type Values<F extends Flags> = ReturnType<
   typeof parseArgs<{ args: string[]; options: F; strict: true; allowPositionals: true }>
 >["values"];
-/** What argv means for one command: help, a usage error, or the handler to run. */
 type Parsed =
   | { kind: "help" }
   | { kind: "error"; message: string }
@@ -39,10 +34,7 @@ const HELP: Flag = { type: "boolean", short: "h", help: "show this help" };
 const form = (name: string, f: Flag) =>
   f.type === "boolean" ? `--${name}` : `--${name} ${f.value ?? f.choices?.join("|")}`;
 
-/**
- * A command: `args` its positionals (`<name>` required, `[<name>]` optional) with their help; `usageExit` the
- * exit of a usage error (2, but `hook`'s 0: Kimi reads a hook's exit 2 as "block").
- */
+/** A command: `args` its positionals (`<name>` required, `[<name>]` optional); `usageExit` 2 (hook's 0). */
 function command<const F extends Flags = Record<never, Flag>>(spec: {
   summary: string;
   args?: Readonly<Record<string, string>>;
@@ -56,18 +48,16 @@ function command<const F extends Flags = Record<never, Flag>>(spec: {
     const end = argv.includes("--") ? argv.indexOf("--") : argv.length;
     if (argv.slice(0, end).some((a) => a === "--help" || a === "-h")) return { kind: "help" };
     const error = (message: string): Parsed => ({ kind: "error", message });
-    let parsed;
+    let positionals: string[], values: Record<string, unknown>;
     try {
-      parsed = parseArgs({
+      ({ positionals, values } = parseArgs({
         args: argv,
         options: { ...own, help: HELP },
-        strict: true,
         allowPositionals: true,
-      });
+      }));
     } catch (e) {
       return error((e as Error).message.replace(/\. To specify a positional argument .*/, "")); // a line
     }
-    const { positionals, values } = parsed as { positionals: string[]; values: Record<string, unknown> };
     if (values.help) return { kind: "help" }; // in a group of short flags (-yh)
     const chosen = (n: string, f: Flag) =>
       values[n] === undefined || (f.choices?.includes(`${values[n]}`) ?? true);
@@ -77,8 +67,12 @@ function command<const F extends Flags = Record<never, Flag>>(spec: {
     if (missing) return error(`missing ${missing}`);
     const stray = positionals[names.length];
     if (stray !== undefined) return error(`unexpected argument ${JSON.stringify(stray)}`);
-    const typed = values as Values<F>; // parsed strictly from these very flags
-    return { kind: "run", values, positionals, run: (env) => spec.run(typed, positionals, env) };
+    return {
+      kind: "run",
+      values,
+      positionals,
+      run: (env) => spec.run(values as Values<F>, positionals, env),
+    };
   };
   return { summary: spec.summary, args, flags: own, usageExit: spec.usageExit ?? 2, parse };
 }
@@ -89,7 +83,6 @@ const kimiHome = str("DIR", "Kimi Code's home directory (default: $KIMI_CODE_HOM
 const workspace = str("DIR", "the workspace (default: here)");
 const dryRun = bool("print the changes as diffs and change nothing");
 const modes = ["config", "plugin"] as const;
-/** `--mode config|plugin`. */
 const choice = (help: string) => ({ type: "string", choices: modes, help }) as const;
 const mode = (value: string | undefined) => modes.find((m) => m === value);
 /** `kimi-home` as `kimiHome`, the name a handler takes. */
