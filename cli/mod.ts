@@ -48,13 +48,10 @@ function command<const F extends Flags = Record<never, Flag>>(spec: {
     const end = argv.includes("--") ? argv.indexOf("--") : argv.length;
     if (argv.slice(0, end).some((a) => a === "--help" || a === "-h")) return { kind: "help" };
     const error = (message: string): Parsed => ({ kind: "error", message });
+    const options = { ...own, help: HELP };
     let positionals: string[], values: Record<string, unknown>;
     try {
-      ({ positionals, values } = parseArgs({
-        args: argv,
-        options: { ...own, help: HELP },
-        allowPositionals: true,
-      }));
+      ({ positionals, values } = parseArgs({ args: argv, options, allowPositionals: true }));
     } catch (e) {
       return error((e as Error).message.replace(/\. To specify a positional argument .*/, "")); // a line
     }
@@ -67,12 +64,8 @@ function command<const F extends Flags = Record<never, Flag>>(spec: {
     if (missing) return error(`missing ${missing}`);
     const stray = positionals[names.length];
     if (stray !== undefined) return error(`unexpected argument ${JSON.stringify(stray)}`);
-    return {
-      kind: "run",
-      values,
-      positionals,
-      run: (env) => spec.run(values as Values<F>, positionals, env),
-    };
+    const run = (env: Env) => spec.run(values as Values<F>, positionals, env);
+    return { kind: "run", values, positionals, run };
   };
   return { summary: spec.summary, args, flags: own, usageExit: spec.usageExit ?? 2, parse };
 }
@@ -87,10 +80,9 @@ const choice = (help: string) => ({ type: "string", choices: modes, help }) as c
 const mode = (value: string | undefined) => modes.find((m) => m === value);
 /** `kimi-home` as `kimiHome`, the name a handler takes. */
 type Camel<S> = S extends `${infer H}-${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S;
+const camelCase = (k: string) => k.replace(/-(\w)/g, (_, c) => c.toUpperCase());
 const camel = <V extends object>(v: V) =>
-  Object.fromEntries(
-    Object.entries(v).map(([k, x]) => [k.replace(/-(\w)/g, (_, c) => c.toUpperCase()), x]),
-  ) as {
+  Object.fromEntries(Object.entries(v).map(([k, x]) => [camelCase(k), x])) as {
     [K in keyof V as Camel<K>]: V[K];
   };
 /** The command table, in the order the top-level help lists it. */
@@ -244,12 +236,10 @@ export function commandHelp(name: string): string {
   const lines = [...usageLines(name), "", ...wrap(cmd.summary, "")];
   const args = Object.entries(cmd.args).map(([n, h]) => [n.replace(/^\[(.*)\]$/, "$1"), h] as const);
   if (args.length) lines.push("", "Arguments:", ...columns(args));
-  const flags = Object.entries({ ...cmd.flags, help: HELP }).map(([n, f]) =>
-    [
-      `${f.short ? `-${f.short}, ` : ""}${form(n, f)}`,
-      typeof f.default === "string" ? `${f.help} (default: ${f.default})` : f.help,
-    ] as const
-  );
+  const flags = Object.entries({ ...cmd.flags, help: HELP }).map(([n, f]): [string, string] => [
+    `${f.short ? `-${f.short}, ` : ""}${form(n, f)}`,
+    typeof f.default === "string" ? `${f.help} (default: ${f.default})` : f.help,
+  ]);
   return [...lines, "", "Flags:", ...columns(flags)].join("\n");
 }
 
@@ -280,11 +270,8 @@ export async function runCommand(
   if (name === "--help" || name === "-h") return print(helpText());
   if (name === "--version" || name === "-V") name = "version";
   if (!Object.hasOwn(COMMANDS, name)) {
-    const what = name.startsWith("-") ? "flag" : "command";
-    console.error(
-      `${PROGRAM}: unknown ${what} ${JSON.stringify(name)}. Run "${commandName(env)} help" for the list.`,
-    );
-    return 2;
+    const what = `unknown ${name.startsWith("-") ? "flag" : "command"} ${JSON.stringify(name)}`;
+    return (console.error(`${PROGRAM}: ${what}. Run "${commandName(env)} help" for the list.`), 2);
   }
   const parsed = COMMANDS[name].parse(args);
   if (parsed.kind === "help") return print(commandHelp(name));
