@@ -178,16 +178,12 @@ function registeredPrograms(state: KimiState, os: OsFamily): Registered[] {
   const root = state.plugin?.owner === "ours" ? state.plugin.root : undefined;
   const exe = os === "windows" ? ".\\bin\\openviking-kimi.exe" : "./bin/openviking-kimi";
   const config = { label: "config.toml hooks", path: firstWord(prefix), cwd: state.paths.home };
-  const path = `${root}${exe.slice(1).replaceAll("\\", "/")}`;
+  const plugin = { label: `plugin ${PLUGIN_ID}`, path: `${root}${exe.slice(1).replaceAll("\\", "/")}` };
   return [
     ...(ours ? [{ ...config, mode: "config" as const, command: `${prefix} version` }] : []),
-    ...(root === undefined ? [] : [{
-      label: `plugin ${PLUGIN_ID}`,
-      path,
-      cwd: root,
-      mode: "plugin" as const,
-      command: `${exe} version`,
-    }]),
+    ...(root === undefined
+      ? []
+      : [{ ...plugin, cwd: root, mode: "plugin" as const, command: `${exe} version` }]),
   ];
 }
 
@@ -201,9 +197,8 @@ async function programChecks(r: Registered, env: paths.Env, os: OsFamily): Promi
   const info = text !== undefined && text.length < 64 * 1024 ? launcherInfo(text) : undefined;
   if (!info) return [];
   const files = [COPY_FILES.main, COPY_FILES.hook, COPY_FILES.info];
-  const missing =
-    (await Promise.all(files.map(async (f) => await isFile(paths.joinPath(info.dir, f)) ? [] : [f])))
-      .flat();
+  const inCopy = (f: string) => isFile(paths.joinPath(info.dir, f));
+  const missing = (await Promise.all(files.map(async (f) => await inCopy(f) ? [] : [f]))).flat();
   if (missing.length) {
     const summary = `${r.label}: the program copy ${info.dir} is incomplete (missing ${missing.join(", ")})`;
     return [checkOf("command").fail(summary, REINSTALL)];
@@ -265,14 +260,10 @@ async function commandChecks({ env, os }: DoctorContext, state: KimiState): Prom
   const what = p?.owner === "missing"
     ? (p.root ? `${p.root} has no kimi.plugin.json` : "the record has no root directory")
     : p?.owner === "ours" && !(await exists(bin!)) && `${bin} is missing`;
-  const checks = what
-    ? [
-      checkOf("plugin").fail(
-        `plugins/installed.json registers "${PLUGIN_ID}", but its directory is incomplete: ${what}`,
-        `run ${run("install --mode plugin")} again (or ${run("uninstall --mode plugin")} to drop the record)`,
-      ),
-    ]
-    : [];
+  const broken = `plugins/installed.json registers "${PLUGIN_ID}", but its directory is incomplete: ${what}`;
+  const [install, uninstall] = [run("install --mode plugin"), run("uninstall --mode plugin")];
+  const fix = `run ${install} again (or ${uninstall} to drop the record)`;
+  const checks = what ? [checkOf("plugin").fail(broken, fix)] : [];
   for (const r of registeredPrograms(state, os)) {
     if (what && r.mode === "plugin") continue; // said already: the plugin directory is incomplete
     const program = await programChecks(r, env, os);
@@ -433,13 +424,8 @@ async function captureChecks(
   const advice = adviceFor(cause, held?.to?.url ?? config.baseUrl, env);
   const then = `the last capture could not deliver then (${advice.summary})`;
   if (fate === "elsewhere") {
-    return said(
-      c.warn(
-        `${then}; its writes wait for another server or identity, as the queue check says`,
-        undefined,
-        detail,
-      ),
-    );
+    const why = `${then}; its writes wait for another server or identity, as the queue check says`;
+    return said(c.warn(why, undefined, detail));
   }
   if (fate === "waiting") {
     const fix = "nothing to do: the session's next turn or the next Kimi session start sends them; to send " +
