@@ -322,8 +322,8 @@ async function localSessions(
     ? [await paths.safeId(choice.session)]
     : files.map((f) => f.name).slice(0, choice.all ? undefined : 5);
   const counts = (q: queues.QueueSummary, ov: string) => {
-    const x = q.sessions.find((x) => x.sessionId === ov);
-    return { entries: x?.entries ?? 0, messages: x?.messages ?? 0, commits: x?.commits ?? 0 };
+    const { entries = 0, messages = 0, commits = 0 } = q.sessions.find((x) => x.sessionId === ov) ?? {};
+    return { entries, messages, commits };
   };
   // The newest replay failed for the sessions whose writes still wait.
   const failed = replays.findLast((e) => e.kind === "replay" && e.cause);
@@ -400,11 +400,10 @@ async function knownSession(env: paths.Env, id: string): Promise<boolean> {
   const [ledger, state, queue] = [paths.ledgerDir, paths.hookStateDir, paths.pendingDir]
     .map((dir) => paths.orNoHome(() => dir(env)));
   const safe = await paths.safeId(id);
-  if (ledger && await exists(ledgerFile(ledger, safe))) return true;
-  for (const kind of ["capture", "prompt"] as const) {
-    if (state && await exists((await statePaths(state, id, kind)).file)) return true;
-  }
-  return queue !== undefined && await queues.hasUnsent(queue, `${SESSION_PREFIX}${safe}`).catch(() => false);
+  const file = async (kind: "capture" | "prompt") => (await statePaths(state!, id, kind)).file;
+  return !!ledger && await exists(ledgerFile(ledger, safe)) ||
+    !!state && (await exists(await file("capture")) || await exists(await file("prompt"))) ||
+    !!queue && await queues.hasUnsent(queue, `${SESSION_PREFIX}${safe}`).catch(() => false);
 }
 
 /** `openviking-kimi status`: exit 0; 1 for a session nothing is known of; 2 for --session with --all, or a bad --cwd. */
