@@ -131,13 +131,10 @@ export function commandName(env: Env = processEnv()): string {
     return real !== undefined && (inside || real === self);
   };
   const names = windows ? ["openviking-kimi.exe", "openviking-kimi.cmd"] : ["openviking-kimi"];
-  for (const dir of (env.PATH ?? "").split(windows ? ";" : ":").filter(isAbsolutePath)) {
-    const hit = names.map((n) => joinPath(dir, n)).find((p) => realPath(p) !== undefined);
-    if (hit) {
-      if (isOurs(hit)) return "openviking-kimi";
-      break; // the shell runs that one: name ours by its path
-    }
-  }
+  const dirs = (env.PATH ?? "").split(windows ? ";" : ":").filter(isAbsolutePath);
+  // The shell runs the first one PATH finds: when it is not ours, ours is named by its path.
+  const hit = dirs.flatMap((d) => names.map((n) => joinPath(d, n))).find((p) => realPath(p) !== undefined);
+  if (hit && isOurs(hit)) return "openviking-kimi";
   const placed = windows ? undefined : orNoHome(() => joinPath(commandDir(env), "openviking-kimi"));
   if (placed && isOurs(placed)) return quotePath(placed);
   if (running) return quotePath(running);
