@@ -1,8 +1,4 @@
-/**
- * `openviking-kimi doctor [--json] [--kimi-home DIR]`: each problem with its fix (Kimi's side, the registered
- * program, our directories, the settings, the server, the queues, the captures, the breaker); exit 1 when a check
- * fails. It never prints a credential and never crashes.
- */
+/** `openviking-kimi doctor`: every check, each problem with its fix; exit 1 when one fails. Never prints a key. */
 
 import { adviceFor } from "../openviking/advice.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
@@ -32,20 +28,16 @@ import { commandName, COPY_FILES, invocationCwd } from "../lib/self.ts";
 import { VERSION } from "../lib/version.ts";
 import { type Places, readPlaces, rejectedFix, totals } from "./status.ts";
 
-/** What doctor looks at: the environment, Kimi's home ("" without one), the workspace, the OS and the time. */
-export interface DoctorContext {
-  env: paths.Env;
-  home: string;
-  cwd?: string;
-  os: OsFamily;
-  now: number;
-}
+/** What doctor looks at: the environment, Kimi's home ("" without one), the workspace, the OS, the time. */
+export type DoctorContext = { env: paths.Env; home: string; cwd?: string; os: OsFamily; now: number };
+type Part = Check[] | Promise<Check[]>;
 
 const iso = (at: number) => new Date(at).toISOString();
 const exists = (path: string) => Deno.lstat(path).then(() => true, () => false);
-/** How the fixes name a command: `` `openviking-kimi replay` `` as it runs in the doctor's environment. */
-type Run = (args: string) => string;
-const runIn = (env: paths.Env): Run => (args) => `\`${commandName(env)} ${args}\``;
+const isFile = (path: string) => Deno.stat(path).then((s) => s.isFile, () => false);
+/** A command as the fixes name it: `` `openviking-kimi replay` `` as it runs in `env`. */
+const runIn = (env: paths.Env) => (args: string) => `\`${commandName(env)} ${args}\``;
+type Run = ReturnType<typeof runIn>;
 const installFix = (run: Run) => `run ${run("install")} (or \`install --mode plugin\`)`;
 const REINSTALL = "run install again: `deno task -q install` in an openviking-kimi checkout, or " +
   "`./openviking-kimi-<target> install` with a release binary (add `--mode plugin` for plugin mode)";
@@ -101,14 +93,13 @@ function hookCheck(state: KimiState, run: Run): Check {
 
 /** Our MCP server registered exactly once (mcp.json or the plugin), and mcp.json valid. */
 function mcpCheck(state: KimiState, run: Run): Check {
-  const p = state.plugin;
+  const [p, c] = [state.plugin, checkOf("mcp")];
   const inPlugin = p?.enabled && isRecord(p.manifest?.mcpServers) && MCP_SERVER_NAME in p.manifest.mcpServers;
   const where = [
     ...(state.mcpOwner === "ours" ? ["mcp.json"] : []),
     ...(state.mcpOwner === "upstream" ? ["mcp.json (OpenViking's Node proxy)"] : []),
     ...(inPlugin && !p.mcpDisabled ? [`plugin ${PLUGIN_ID}`] : []),
   ];
-  const c = checkOf("mcp");
   if (state.mcpError) {
     const fix = `fix mcp.json or restore mcp.json.bak, then run ${run("install")}`;
     return c.fail(`mcp.json is not valid JSON (${state.mcpError})`, fix);
@@ -131,9 +122,9 @@ function mcpCheck(state: KimiState, run: Run): Check {
 
 /** Kimi's home is there; config.toml parses with [[hooks]] Kimi accepts; the plugin registry reads. */
 function kimiChecks(home: string, state: KimiState): Check[] {
-  const [c, e] = [checkOf("config"), state.configError];
-  const checks = [
-    state.homeExists ? checkOf("kimi-home").ok(`Kimi Code home ${home}`) : checkOf("kimi-home").fail(
+  const [c, e, h] = [checkOf("config"), state.configError, checkOf("kimi-home")];
+  return [
+    state.homeExists ? h.ok(`Kimi Code home ${home}`) : h.fail(
       `Kimi Code home ${home} does not exist`,
       "install Kimi Code (`npm install -g @moonshot-ai/kimi-code`) and run it once, or set KIMI_CODE_HOME",
     ),
@@ -154,11 +145,10 @@ function kimiChecks(home: string, state: KimiState): Check[] {
         state.invalidHookKeys,
       )
       : c.ok(state.configText === undefined ? "no config.toml (nothing to parse)" : "config.toml parses"),
+    ...(state.registryError && state.registryText !== undefined
+      ? [checkOf("plugins").fail(state.registryError)]
+      : []),
   ];
-  if (state.registryError && state.registryText !== undefined) {
-    checks.push(checkOf("plugins").fail(state.registryError));
-  }
-  return checks;
 }
 
 /** What is registered: the hooks (and any of ours outside the block), the MCP server. */
@@ -188,14 +178,12 @@ function registeredPrograms(state: KimiState, os: OsFamily): Registered[] {
   const root = state.plugin?.owner === "ours" ? state.plugin.root : undefined;
   const exe = os === "windows" ? ".\\bin\\openviking-kimi.exe" : "./bin/openviking-kimi";
   const config = { label: "config.toml hooks", path: firstWord(prefix), cwd: state.paths.home };
-  const plugin = {
-    label: `plugin ${PLUGIN_ID}`,
-    path: `${root}${exe.slice(1).replaceAll("\\", "/")}`,
-    cwd: root!,
-  };
+  const plugin = { label: `plugin ${PLUGIN_ID}`, path: `${root}${exe.slice(1).replaceAll("\\", "/")}` };
   return [
     ...(ours ? [{ ...config, mode: "config" as const, command: `${prefix} version` }] : []),
-    ...(root === undefined ? [] : [{ ...plugin, mode: "plugin" as const, command: `${exe} version` }]),
+    ...(root === undefined
+      ? []
+      : [{ ...plugin, cwd: root, mode: "plugin" as const, command: `${exe} version` }]),
   ];
 }
 
@@ -208,9 +196,9 @@ async function programChecks(r: Registered, env: paths.Env, os: OsFamily): Promi
   const text = await readTextIfExists(r.path).catch(() => undefined);
   const info = text !== undefined && text.length < 64 * 1024 ? launcherInfo(text) : undefined;
   if (!info) return [];
-  const isFile = (f: string) => Deno.stat(paths.joinPath(info.dir, f)).then((s) => s.isFile, () => false);
   const files = [COPY_FILES.main, COPY_FILES.hook, COPY_FILES.info];
-  const missing = (await Promise.all(files.map(async (f) => await isFile(f) ? [] : [f]))).flat();
+  const inCopy = (f: string) => isFile(paths.joinPath(info.dir, f));
+  const missing = (await Promise.all(files.map(async (f) => await inCopy(f) ? [] : [f]))).flat();
   if (missing.length) {
     const summary = `${r.label}: the program copy ${info.dir} is incomplete (missing ${missing.join(", ")})`;
     return [checkOf("command").fail(summary, REINSTALL)];
@@ -220,7 +208,7 @@ async function programChecks(r: Registered, env: paths.Env, os: OsFamily): Promi
     const copy = await readTextIfExists(paths.joinPath(info.dir, COPY_FILES.info)).catch(() => undefined);
     const { source } = asRecord(parseJsonOrUndefined(copy));
     const from = typeof source === "string" ? source : "a checkout";
-    const gone = !await Deno.stat(paths.joinPath(from, "deno.json")).then((s) => s.isFile, () => false);
+    const gone = !await isFile(paths.joinPath(from, "deno.json"));
     const c = denoNotFound({ deno: info.deno, source: from, mode: r.mode, gone });
     return [{ ...c, summary: `${r.label}: ${c.summary}` }];
   }
@@ -234,7 +222,6 @@ async function programChecks(r: Registered, env: paths.Env, os: OsFamily): Promi
 
 /** Runs `<program> version` as Kimi runs a hook: through a shell, in the registration's directory, with `env`. */
 async function versionCheck(env: paths.Env, state: KimiState, r: Registered): Promise<Check> {
-  const run = runIn(env);
   const windows = Deno.build.os === "windows";
   const vars = { ...env, KIMI_CODE_HOME: state.paths.home, KIMI_PLUGIN_ROOT: r.cwd };
   const text = (b: Uint8Array) => new TextDecoder().decode(b).trim();
@@ -249,7 +236,7 @@ async function versionCheck(env: paths.Env, state: KimiState, r: Registered): Pr
     (o) => ({ code: o.code, stdout: text(o.stdout), stderr: text(o.stderr) }),
     (error) => ({ code: -1, stdout: "", stderr: (error as Error).message }),
   );
-  const [c, version] = [checkOf("command"), result.stdout.split("\n").at(-1) ?? ""];
+  const [c, version, run] = [checkOf("command"), result.stdout.split("\n").at(-1) ?? "", runIn(env)];
   if (result.code !== 0) {
     return c.fail(
       `${r.label}: \`${r.command}\` does not run (exit ${result.code})`,
@@ -264,30 +251,24 @@ async function versionCheck(env: paths.Env, state: KimiState, r: Registered): Pr
   );
 }
 
-/** A plugin record whose directory is missing or half removed (no manifest, or no bin/). */
-async function pluginDirCheck(state: KimiState, os: OsFamily, run: Run): Promise<Check | undefined> {
-  const p = state.plugin;
-  if (!p || (p.owner !== "ours" && p.owner !== "missing")) return undefined;
-  const bin = paths.joinPath(p.root, "bin", os === "windows" ? "openviking-kimi.exe" : "openviking-kimi");
-  const what = p.owner === "missing"
-    ? (p.root ? `${p.root} has no kimi.plugin.json` : "the record has no root directory")
-    : !(await exists(bin)) && `${bin} is missing`;
-  if (!what) return undefined;
-  return checkOf("plugin").fail(
-    `plugins/installed.json registers "${PLUGIN_ID}", but its directory is incomplete: ${what}`,
-    `run ${run("install --mode plugin")} again (or ${run("uninstall --mode plugin")} to drop the record)`,
-  );
-}
-
 /** For each registration: its program (there, its copy whole, its Deno found), then that it runs. */
-async function commandChecks(ctx: DoctorContext, state: KimiState): Promise<Check[]> {
-  const plugin = await pluginDirCheck(state, ctx.os, runIn(ctx.env));
-  const checks = plugin ? [plugin] : [];
-  for (const r of registeredPrograms(state, ctx.os)) {
-    if (plugin && r.mode === "plugin") continue; // said already: the plugin directory is incomplete
-    const program = await programChecks(r, ctx.env, ctx.os);
+async function commandChecks({ env, os }: DoctorContext, state: KimiState): Promise<Check[]> {
+  const [p, run] = [state.plugin, runIn(env)];
+  const bin = p &&
+    paths.joinPath(p.root, "bin", os === "windows" ? "openviking-kimi.exe" : "openviking-kimi");
+  // A plugin record whose directory is missing or half removed (no manifest, or no bin/).
+  const what = p?.owner === "missing"
+    ? (p.root ? `${p.root} has no kimi.plugin.json` : "the record has no root directory")
+    : p?.owner === "ours" && !(await exists(bin!)) && `${bin} is missing`;
+  const broken = `plugins/installed.json registers "${PLUGIN_ID}", but its directory is incomplete: ${what}`;
+  const [install, uninstall] = [run("install --mode plugin"), run("uninstall --mode plugin")];
+  const fix = `run ${install} again (or ${uninstall} to drop the record)`;
+  const checks = what ? [checkOf("plugin").fail(broken, fix)] : [];
+  for (const r of registeredPrograms(state, os)) {
+    if (what && r.mode === "plugin") continue; // said already: the plugin directory is incomplete
+    const program = await programChecks(r, env, os);
     checks.push(...program);
-    if (!program.some((c) => c.status === "fail")) checks.push(await versionCheck(ctx.env, state, r));
+    if (!program.some((c) => c.status === "fail")) checks.push(await versionCheck(env, state, r));
   }
   return checks;
 }
@@ -308,10 +289,7 @@ async function homeChecks(env: paths.Env): Promise<Check[]> {
     )];
   }
   const problems = [];
-  for (const dir of [state, queue]) {
-    const why = await unwritableReason(dir, { removeCreated: true });
-    if (why) problems.push(why);
-  }
+  for (const dir of [state, queue]) problems.push(await unwritableReason(dir, { removeCreated: true }));
   return [
     ignored.length
       ? home.warn(
@@ -320,13 +298,13 @@ async function homeChecks(env: paths.Env): Promise<Check[]> {
         ignored,
       )
       : home.ok("home directory set"),
-    problems.length
+    problems.some(Boolean)
       ? dirs.fail(
         "the hook state or the pending queue cannot be written: recall still works, but nothing is captured " +
           "(the journal keeps every turn until this is fixed)",
         `make ${state} and ${queue} directories you can write (\`mkdir -p DIR && chmod 700 DIR\`; move a file ` +
           "that is in the way), or set OPENVIKING_HOOK_STATE_DIR / OPENVIKING_PENDING_DIR to ones",
-        problems,
+        problems.filter(Boolean),
       )
       : dirs.ok(`hook state ${state} and queue ${queue} are writable`),
   ];
@@ -407,7 +385,7 @@ async function captureChecks(
   places: Places,
   answers: boolean,
 ): Promise<Check[]> {
-  const [c, dir] = [checkOf("captures"), paths.hookStateDir(env)];
+  const [c, dir, run] = [checkOf("captures"), paths.hookStateDir(env), runIn(env)];
   const rejected = rejectedCheck(env, places);
   const sessions = await seenSessions(dir).catch((e) => e instanceof Deno.errors.NotFound ? [] : e as Error);
   if (sessions instanceof Error) return [c.warn(`cannot read ${dir}: ${sessions.message}`), rejected];
@@ -429,15 +407,13 @@ async function captureChecks(
     (s.protocolVersion ? `, journal protocol ${s.protocolVersion}` : "")
   );
   const [{ name, state: newest }] = captured;
-  const last = newest.lastCapture;
-  const cause = last?.cause;
+  const [last, cause] = [newest.lastCapture, newest.lastCapture?.cause];
   // Read again after the states: a capture that ended since `places` were read queued before its state said so.
   const queue = await queues.queueSummary(places.pending).catch(() => undefined);
   const held = queue?.sessions.find((q) => q.sessionId === `${SESSION_PREFIX}${name}`);
-  const left = held?.entries;
   const away = held && !queues.goesTo(held.to, await queues.destinationFor(config));
   const fate = last && cause && last.queued > 0 && last.rejected === 0 && cause.kind !== "local"
-    ? (!left ? "delivered" : away ? "elsewhere" : answers ? "waiting" : "blocked")
+    ? (!held?.entries ? "delivered" : away ? "elsewhere" : answers ? "waiting" : "blocked")
     : undefined;
   if (!last || !cause || fate === "delivered" || (!last.queued && !last.rejected && cause.kind !== "local")) {
     const gone = fate === "delivered" ? `; the ${last?.queued} message(s) it queued have left the queue` : "";
@@ -445,7 +421,7 @@ async function captureChecks(
       c.ok(`last capture ${iso(at(newest))} (${captured.length} session(s))${gone}`, undefined, detail),
     );
   }
-  const [advice, run] = [adviceFor(cause, held?.to?.url ?? config.baseUrl, env), runIn(env)];
+  const advice = adviceFor(cause, held?.to?.url ?? config.baseUrl, env);
   const then = `the last capture could not deliver then (${advice.summary})`;
   if (fate === "elsewhere") {
     const why = `${then}; its writes wait for another server or identity, as the queue check says`;
@@ -493,7 +469,7 @@ async function extractionChecks(config: Config): Promise<Check[]> {
 }
 
 /** Runs one part of doctor; whatever it throws becomes a failing check saying what could not be checked. */
-async function guarded(id: string, what: string, part: () => Check[] | Promise<Check[]>): Promise<Check[]> {
+async function guarded(id: string, what: string, part: () => Part): Promise<Check[]> {
   try {
     return await part();
   } catch (error) {
@@ -507,9 +483,8 @@ async function guarded(id: string, what: string, part: () => Check[] | Promise<C
 }
 
 /**
- * Runs every part of doctor, in the order it prints them: Kimi's side only with a Kimi home, the local places
- * (queue, captures, breaker, commits) only with a home directory too. A server's words may quote the key back,
- * so none leaves unscrubbed.
+ * Every part of doctor in print order: Kimi's side only with a Kimi home, the local places only with a home
+ * directory too; scrubbed (a server's words may quote the key back).
  */
 export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
   const { env, home } = ctx;
@@ -526,9 +501,9 @@ export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
   );
   const checks: Check[] = [];
   const answers = () => !checks.some((c) => (c.id === "server" || c.id === "auth") && c.status === "fail");
-  const kimi = (part: (s: KimiState) => Check[] | Promise<Check[]>) => () => state ? part(state) : [];
-  const local = (part: (p: Places) => Check[] | Promise<Check[]>) => () => places ? part(places) : [];
-  const parts: [string, string, () => Check[] | Promise<Check[]>][] = [
+  const kimi = (part: (s: KimiState) => Part) => () => state ? part(state) : [];
+  const local = (part: (p: Places) => Part) => () => places ? part(places) : [];
+  const parts: [string, string, () => Part][] = [
     ["kimi-home", "Kimi's home", kimi((s) => kimiChecks(home, s))],
     ["hooks", "the registrations", kimi((s) => registrationChecks(s, runIn(env)))],
     ["command", "the registered program", kimi((s) => commandChecks(ctx, s))],
@@ -548,21 +523,20 @@ const MARK: Record<Check["status"], string> = { ok: "✓", info: "·", warn: "!"
 
 /** The checks as text: a line each, its details, its fix when it is not ok, then the verdict. */
 export function renderChecks(checks: readonly Check[]): string {
-  const lines = [`openviking-kimi doctor ${VERSION}`];
-  for (const c of checks) {
-    lines.push(`${MARK[c.status]} ${c.id}: ${c.summary}`, ...(c.detail ?? []).map((d) => `    ${d}`));
-    if (c.fix && (c.status === "fail" || c.status === "warn")) lines.push(`    fix: ${c.fix}`);
-  }
   const failed = checks.filter((c) => c.status === "fail").length;
-  lines.push(failed ? `${failed} problem(s) found.` : "Everything needed for memory is in place.");
-  return lines.join("\n");
+  return [
+    `openviking-kimi doctor ${VERSION}`,
+    ...checks.flatMap((c) => [
+      `${MARK[c.status]} ${c.id}: ${c.summary}`,
+      ...(c.detail ?? []).map((d) => `    ${d}`),
+      ...(c.fix && (c.status === "fail" || c.status === "warn") ? [`    fix: ${c.fix}`] : []),
+    ]),
+    failed ? `${failed} problem(s) found.` : "Everything needed for memory is in place.",
+  ].join("\n");
 }
 
 /** `openviking-kimi doctor`: exit 1 when a check fails. What a server said goes through the printed-text gate. */
-export async function doctorCommand(
-  options: { json: boolean; kimiHome?: string },
-  env = paths.processEnv(),
-): Promise<number> {
+export async function doctorCommand(options: { json: boolean; kimiHome?: string }, env = paths.processEnv()) {
   const checks = await guarded("doctor", "the setup", () => {
     const cwd = invocationCwd(env);
     const home = paths.orNoHome(() => kimiHomeFor(env, options.kimiHome, cwd)) ?? "";

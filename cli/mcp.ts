@@ -16,31 +16,24 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { Readable, Writable } from "node:stream";
 import type { ReadableStream as NodeReadable } from "node:stream/web";
 
-/** How long running requests may finish after stdin closed. */
-const EOF_GRACE_MS = 5_000;
-
 /** The workspace of the actor peer: the cwd, or the inherited `PWD` when Kimi runs us from the plugin folder. */
 export function workspaceDir(env: Env, cwd: string): string | undefined {
   const norm = (p: string) => p.replace(/\\/g, "/").replace(/\/+$/, "");
   const root = env.KIMI_PLUGIN_ROOT ? norm(env.KIMI_PLUGIN_ROOT) : "";
   const inside = (p: string) => root !== "" && (norm(p) === root || norm(p).startsWith(`${root}/`));
-  if (!inside(cwd)) return cwd;
-  const pwd = env.PWD;
-  return pwd && !inside(pwd) ? pwd : undefined;
+  return !inside(cwd) ? cwd : env.PWD && !inside(env.PWD) ? env.PWD : undefined;
 }
 
-/** I/O of one server run, so tests can run it in-process. */
-export interface McpServerIo {
+/** I/O of one server run (tests run it in-process): `diagnostic` is stderr; `signal` stops it at once (SIGTERM). */
+type McpServerIo = {
   env: Env;
   cwd: string;
   input: ReadableStream<Uint8Array>;
   writeLine: (line: string) => Promise<void>;
-  /** Diagnostics for humans (stderr). */
   diagnostic: (text: string) => void;
-  /** Aborting it stops the server at once (SIGTERM). */
   signal?: AbortSignal;
   limits?: ProxyOptions["limits"];
-}
+};
 
 /** The most output (in characters) waiting for the client to read it past which notifications are dropped. */
 const BACKLOG_CHARS = 1024 * 1024;
@@ -106,19 +99,18 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
   stdio.onerror = (error) => log.stage("client-line-dropped", { error: error.name });
   await stdio.start();
   const why = await Promise.race([read, stopped]);
-  await proxy.shutdown(why === "eof" ? EOF_GRACE_MS : 0);
+  await proxy.shutdown(why === "eof" ? 5_000 : 0); // running requests may finish after stdin closed
   log.stage("exit", { why, droppedNotifications: dropped || undefined });
   await log.flush();
   return 0;
 }
 
-/** Entry point of `openviking-kimi mcp` (no options: the table in cli/mod.ts has refused any argument). */
+/** `openviking-kimi mcp` (the table has refused any argument). */
 export async function mcpCommand(): Promise<number> {
   const stop = new AbortController();
   const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGTERM", "SIGINT", "SIGHUP"];
   for (const s of signals) Deno.addSignalListener(s, () => stop.abort());
-  const writer = Deno.stdout.writable.getWriter();
-  const encoder = new TextEncoder();
+  const [writer, encoder] = [Deno.stdout.writable.getWriter(), new TextEncoder()];
   const code = await runMcpServer({
     env: processEnv(),
     cwd: Deno.cwd(),

@@ -1,7 +1,4 @@
-/**
- * `openviking-kimi memories [show <uri> | forget <uri> | export <file> | import <file>] [--search TEXT]
- * [--cwd DIR] [--json]`: the words and exit codes of memory/inspect.ts's operations; server text neutralised.
- */
+/** `openviking-kimi memories [show|forget <uri> | export|import <file>]`: inspect.ts's operations in words. */
 
 import { neutralize, reportJson } from "../lib/neutralize.ts";
 import { type Advice, adviceFor, isRootKeyRefusal } from "../openviking/advice.ts";
@@ -19,8 +16,7 @@ import * as inspect from "../memory/inspect.ts";
 const MEMORIES = "viking://~/memories";
 
 /** Exit codes beyond 0 (done), 1 (the server failed) and 2 (a usage error). */
-const EXIT_NO_MEMORY = 3;
-const EXIT_NO_ROUTE = 4;
+const [EXIT_NO_MEMORY, EXIT_NO_ROUTE] = [3, 4];
 
 /** The listing's lines: one group per kind (most recent first), each memory's age and text, then its URI. */
 export function renderListing(
@@ -29,9 +25,8 @@ export function renderListing(
   search?: string,
 ): string[] {
   const where = l.roots.length > 1 ? "this project's and yours" : "yours (no project memories here)";
-  const lines = [
-    `${plural(l.memories.length, "memory", "memories")}${search ? ` found for "${search}"` : ""}: ${where}`,
-  ];
+  const found = search ? ` found for "${search}"` : "";
+  const lines = [`${plural(l.memories.length, "memory", "memories")}${found}: ${where}`];
   const groups = new Map<string, inspect.Listed[]>();
   for (const m of l.memories) groups.set(m.kind, [...groups.get(m.kind) ?? [], m]);
   const when = (m: inspect.Listed) =>
@@ -41,11 +36,8 @@ export function renderListing(
   for (const [kind, list] of groups) {
     lines.push("", `${kind} (${list.length})`);
     for (const m of list) {
-      const tag = m.scope === "project" ? "project: " : "";
-      lines.push(
-        `  ${when(m).padEnd(column)}${preview(tag + oneLine(m.text), WIDTH - 2 - column)}`,
-        `      ${m.uri}`,
-      );
+      const text = preview((m.scope === "project" ? "project: " : "") + oneLine(m.text), WIDTH - 2 - column);
+      lines.push(`  ${when(m).padEnd(column)}${text}`, `      ${m.uri}`);
     }
   }
   const templates = (l.templates ?? []).map((u) => `      ${u}`);
@@ -87,8 +79,7 @@ export function renderShown(s: inspect.Shown, now: number): string[] {
 
 /** What failure `f` of a request about `uri` means here: advice.ts's words, no capture-queue fix (pure). */
 export function memoriesAdvice(f: OvFailure, baseUrl: string, uri: string, env = processEnv()): Advice {
-  const a = adviceFor(f, baseUrl);
-  const again = "then run it again";
+  const [a, again] = [adviceFor(f, baseUrl), "then run it again"];
   if (f.kind === "auth" && /Development mode/i.test(f.error.message)) {
     return {
       ...a,
@@ -121,8 +112,9 @@ async function readPack(path: string): Promise<Uint8Array | string> {
   const info = await Deno.stat(path).catch((e: Error) => e.message);
   if (typeof info === "string") return `cannot read ${path} (${info})`;
   if (!info.isFile) return `${path} is not a regular file`;
-  const max = inspect.MAX_PACK_BYTES;
-  if (info.size > max) return `${path} is larger than a pack is read (${max} bytes)`;
+  if (info.size > inspect.MAX_PACK_BYTES) {
+    return `${path} is larger than a pack is read (${inspect.MAX_PACK_BYTES} bytes)`;
+  }
   const pack = await Deno.readFile(path).catch((e: Error) => e.message);
   if (typeof pack === "string") return `cannot read ${path} (${pack})`;
   return inspect.isMemoriesPack(pack)
@@ -141,10 +133,11 @@ export async function memoriesCommand(
     return code;
   };
   const stop = (code: number, message: string, fix = "", kind = "usage") =>
-    say({ error: { kind, message, ...(fix ? { fix } : {}) } }, [
-      `openviking-kimi memories: ${message}`,
-      ...(fix ? [`  fix: ${fix}`] : []),
-    ], code);
+    say(
+      { error: { kind, message, ...(fix ? { fix } : {}) } },
+      [`openviking-kimi memories: ${message}`, ...(fix ? [`  fix: ${fix}`] : [])],
+      code,
+    );
   const { action, arg = "" } = o;
   const uri = /port$/.test(action ?? "") && !isAbsolutePath(arg) ? joinPath(invocationCwd(env), arg) : arg;
   const list = `\`${commandName(env)} memories\` lists them`;
@@ -201,8 +194,9 @@ export async function memoriesCommand(
     if (!(pack instanceof Uint8Array)) return failed(pack, "export", MEMORIES);
     const error = await writeNew(uri, pack);
     if (error) return stop(2, `cannot write ${uri} (${error}); nothing was written over`);
-    const said = `exported your memories to ${uri} (${pack.length} bytes, an OpenViking .ovpack)`;
-    return say({ file: uri, bytes: pack.length }, [said]);
+    return say({ file: uri, bytes: pack.length }, [
+      `exported your memories to ${uri} (${pack.length} bytes, an OpenViking .ovpack)`,
+    ]);
   }
   if (action === "import") {
     const pack = await readPack(uri);

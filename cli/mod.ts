@@ -1,8 +1,4 @@
-/**
- * The command table: each command's flags (`node:util` `parseArgs` options with their help), summary and
- * handler (imported when it runs); usage lines, help and README's command list are rendered from it.
- * `hook <event>` never comes here (main.ts runs it first); only `hook --help` and mistakes do.
- */
+/** The command table (flags with their help, positionals, summary, handler loaded on use), and its help texts. */
 
 import { parseArgs } from "node:util";
 import { HOOKS } from "../kimi/hooks.ts";
@@ -13,21 +9,20 @@ import { wrap } from "../lib/columns.ts";
 
 const PROGRAM = "openviking-kimi";
 
-/** One flag: what `parseArgs` reads, and for the help its line, its value's name (`DIR`) and fixed choices. */
-interface Flag {
-  readonly type: "string" | "boolean";
-  readonly short?: string;
-  readonly default?: string | boolean;
-  readonly value?: string;
-  readonly choices?: readonly string[];
-  readonly help: string;
-}
+/** One flag: what `parseArgs` reads, its help line, its value's name (`DIR`) and fixed choices. */
+type Flag = {
+  type: "string" | "boolean";
+  short?: string;
+  default?: string | boolean;
+  value?: string;
+  choices?: readonly string[];
+  help: string;
+};
 type Flags = Readonly<Record<string, Flag>>;
 /** The values strict `parseArgs` gives for flags `F` (booleans are declared with `default: false`). */
 type Values<F extends Flags> = ReturnType<
   typeof parseArgs<{ args: string[]; options: F; strict: true; allowPositionals: true }>
 >["values"];
-/** What argv means for one command: help, a usage error, or the handler to run. */
 type Parsed =
   | { kind: "help" }
   | { kind: "error"; message: string }
@@ -39,10 +34,7 @@ const HELP: Flag = { type: "boolean", short: "h", help: "show this help" };
 const form = (name: string, f: Flag) =>
   f.type === "boolean" ? `--${name}` : `--${name} ${f.value ?? f.choices?.join("|")}`;
 
-/**
- * A command: `args` its positionals (`<name>` required, `[<name>]` optional) with their help; `usageExit` the
- * exit of a usage error (2, but `hook`'s 0: Kimi reads a hook's exit 2 as "block").
- */
+/** A command: `args` its positionals (`<name>` required, `[<name>]` optional); `usageExit` 2 (hook's 0). */
 function command<const F extends Flags = Record<never, Flag>>(spec: {
   summary: string;
   args?: Readonly<Record<string, string>>;
@@ -56,18 +48,13 @@ function command<const F extends Flags = Record<never, Flag>>(spec: {
     const end = argv.includes("--") ? argv.indexOf("--") : argv.length;
     if (argv.slice(0, end).some((a) => a === "--help" || a === "-h")) return { kind: "help" };
     const error = (message: string): Parsed => ({ kind: "error", message });
-    let parsed;
+    const options = { ...own, help: HELP };
+    let positionals: string[], values: Record<string, unknown>;
     try {
-      parsed = parseArgs({
-        args: argv,
-        options: { ...own, help: HELP },
-        strict: true,
-        allowPositionals: true,
-      });
+      ({ positionals, values } = parseArgs({ args: argv, options, allowPositionals: true }));
     } catch (e) {
       return error((e as Error).message.replace(/\. To specify a positional argument .*/, "")); // a line
     }
-    const { positionals, values } = parsed as { positionals: string[]; values: Record<string, unknown> };
     if (values.help) return { kind: "help" }; // in a group of short flags (-yh)
     const chosen = (n: string, f: Flag) =>
       values[n] === undefined || (f.choices?.includes(`${values[n]}`) ?? true);
@@ -77,8 +64,8 @@ function command<const F extends Flags = Record<never, Flag>>(spec: {
     if (missing) return error(`missing ${missing}`);
     const stray = positionals[names.length];
     if (stray !== undefined) return error(`unexpected argument ${JSON.stringify(stray)}`);
-    const typed = values as Values<F>; // parsed strictly from these very flags
-    return { kind: "run", values, positionals, run: (env) => spec.run(typed, positionals, env) };
+    const run = (env: Env) => spec.run(values as Values<F>, positionals, env);
+    return { kind: "run", values, positionals, run };
   };
   return { summary: spec.summary, args, flags: own, usageExit: spec.usageExit ?? 2, parse };
 }
@@ -89,15 +76,13 @@ const kimiHome = str("DIR", "Kimi Code's home directory (default: $KIMI_CODE_HOM
 const workspace = str("DIR", "the workspace (default: here)");
 const dryRun = bool("print the changes as diffs and change nothing");
 const modes = ["config", "plugin"] as const;
-/** `--mode config|plugin`. */
 const choice = (help: string) => ({ type: "string", choices: modes, help }) as const;
 const mode = (value: string | undefined) => modes.find((m) => m === value);
 /** `kimi-home` as `kimiHome`, the name a handler takes. */
 type Camel<S> = S extends `${infer H}-${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S;
+const camelCase = (k: string) => k.replace(/-(\w)/g, (_, c) => c.toUpperCase());
 const camel = <V extends object>(v: V) =>
-  Object.fromEntries(
-    Object.entries(v).map(([k, x]) => [k.replace(/-(\w)/g, (_, c) => c.toUpperCase()), x]),
-  ) as {
+  Object.fromEntries(Object.entries(v).map(([k, x]) => [camelCase(k), x])) as {
     [K in keyof V as Camel<K>]: V[K];
   };
 /** The command table, in the order the top-level help lists it. */
@@ -251,12 +236,10 @@ export function commandHelp(name: string): string {
   const lines = [...usageLines(name), "", ...wrap(cmd.summary, "")];
   const args = Object.entries(cmd.args).map(([n, h]) => [n.replace(/^\[(.*)\]$/, "$1"), h] as const);
   if (args.length) lines.push("", "Arguments:", ...columns(args));
-  const flags = Object.entries({ ...cmd.flags, help: HELP }).map(([n, f]) =>
-    [
-      `${f.short ? `-${f.short}, ` : ""}${form(n, f)}`,
-      typeof f.default === "string" ? `${f.help} (default: ${f.default})` : f.help,
-    ] as const
-  );
+  const flags = Object.entries({ ...cmd.flags, help: HELP }).map(([n, f]): [string, string] => [
+    `${f.short ? `-${f.short}, ` : ""}${form(n, f)}`,
+    typeof f.default === "string" ? `${f.help} (default: ${f.default})` : f.help,
+  ]);
   return [...lines, "", "Flags:", ...columns(flags)].join("\n");
 }
 
@@ -287,11 +270,8 @@ export async function runCommand(
   if (name === "--help" || name === "-h") return print(helpText());
   if (name === "--version" || name === "-V") name = "version";
   if (!Object.hasOwn(COMMANDS, name)) {
-    const what = name.startsWith("-") ? "flag" : "command";
-    console.error(
-      `${PROGRAM}: unknown ${what} ${JSON.stringify(name)}. Run "${commandName(env)} help" for the list.`,
-    );
-    return 2;
+    const what = `unknown ${name.startsWith("-") ? "flag" : "command"} ${JSON.stringify(name)}`;
+    return (console.error(`${PROGRAM}: ${what}. Run "${commandName(env)} help" for the list.`), 2);
   }
   const parsed = COMMANDS[name].parse(args);
   if (parsed.kind === "help") return print(commandHelp(name));

@@ -1,7 +1,4 @@
-/**
- * `openviking-kimi recall "<text>" [--cwd DIR] [--json]`: what the prompt hook would print for that text there
- * now (a new session's prompt), each memory with its score and URI, or why recall failed; writes nothing.
- */
+/** `openviking-kimi recall`: what the prompt hook would print for a text here now, each memory, or why it failed. */
 
 import { printable, reportJson } from "../lib/neutralize.ts";
 import * as z from "zod/mini";
@@ -19,7 +16,6 @@ import { Budget, createClient } from "../openviking/client.ts";
 import { ShownSchema } from "../memory/memory.ts";
 
 const str = z.string();
-
 /** The shape of `recall --json` (stable, README "recall" says each field). */
 export const RecallOutputSchema = z.object({
   query: str,
@@ -95,10 +91,7 @@ export function renderRecall(r: RecallOutput): string {
   return lines.join("\n");
 }
 
-/**
- * `openviking-kimi recall`: exit 0; 1 when recall failed or memory is paused (the server did not give it); 2 for
- * no such directory.
- */
+/** `openviking-kimi recall`: exit 0; 1 when recall failed or memory is paused; 2 for no such directory. */
 export async function recallCommand(options: { text: string; cwd?: string; json: boolean }, env: Env) {
   const cwd = await workspaceDir(options.cwd, env);
   if (!cwd) {

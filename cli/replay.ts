@@ -1,7 +1,4 @@
-/**
- * `openviking-kimi replay [--rejected] [--json]`: replays the pending queue (or the refused writes) now, says
- * what happened and records it in the ledger.
- */
+/** `openviking-kimi replay [--rejected]`: the queue (or the refused writes) sent now, said, and kept in the ledger. */
 
 import { adviceFor, causeOf } from "../openviking/advice.ts";
 import { reportJson } from "../lib/neutralize.ts";
@@ -21,17 +18,8 @@ import { type Env, joinPath, pendingDir } from "../lib/paths.ts";
 import { recordReplay } from "../memory/ledger.ts";
 import { commandName } from "../lib/self.ts";
 
-/**
- * What a replay did, in words: what it sent where (and dropped), then what is left in the queue (or, of
- * `--rejected`, of the refused writes). Pure.
- */
+/** What a replay did, in words: what it sent where (and dropped), then what is left (queued, or refused). */
 export function renderReplay(r: ReplayReport, left: number, server: string, rejected = false): string {
-  const done = [
-    `${r.messages} message(s) sent`,
-    `${r.commitTasks.length} commit(s) started`,
-    ...(r.rejected ? [`${r.rejected} refused by OpenViking`] : []),
-    ...(r.expired ? [`${r.expired} dropped as too old`] : []),
-  ];
   const rest = rejected
     ? left ? `${left} refused write(s) are still kept.` : "No refused writes are kept."
     : left
@@ -40,6 +28,12 @@ export function renderReplay(r: ReplayReport, left: number, server: string, reje
   if (!r.replayed && !r.rejected && !r.expired) {
     return `Replayed nothing to ${server}: ${rest[0].toLowerCase()}${rest.slice(1)}`;
   }
+  const done = [
+    `${r.messages} message(s) sent`,
+    `${r.commitTasks.length} commit(s) started`,
+    ...(r.rejected ? [`${r.rejected} refused by OpenViking`] : []),
+    ...(r.expired ? [`${r.expired} dropped as too old`] : []),
+  ];
   const what = `${r.replayed} ${rejected ? "refused" : "queued"} write(s)`;
   return `Replayed ${what} to ${server}: ${done.join(", ")}.\n${rest}`;
 }
@@ -50,8 +44,7 @@ export async function replayCommand(options: { json: boolean; rejected: boolean 
   const { config, warnings } = await loadConfig(env);
   for (const w of warnings) console.error(`warning: ${w}`);
   const dir = pendingDir(env);
-  const client = createClient(config);
-  const report = await replayQueue(dir, client, {
+  const report = await replayQueue(dir, createClient(config), {
     limit: Number.MAX_SAFE_INTEGER,
     budget: new Budget(Math.max(config.replayBudgetMs, 60_000)),
     ttlDays: config.pendingTtlDays,

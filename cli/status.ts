@@ -1,8 +1,4 @@
-/**
- * `openviking-kimi status`: what memory did, from the local ledger, the queue and the breaker, and what
- * OpenViking did with the commits (its task API); with the server down, everything local and what it could not
- * ask. `StatusSchema` is its JSON form (stable, README "status"); the text form fits 80 columns.
- */
+/** `openviking-kimi status`: the ledger, queue and breaker, and what OpenViking made of the commits; its JSON shape. */
 
 import * as z from "zod/mini";
 import { printable, reportJson } from "../lib/neutralize.ts";
@@ -39,12 +35,6 @@ import { alarmWords, askAlarm, memoriesOf } from "../memory/extraction.ts";
 
 /** Commits of a session the screen shows (the newest); the rest are counted. */
 const SHOWN_COMMITS = 3;
-/** Sessions shown without `--all` or `--session`. */
-const LATEST_SESSIONS = 5;
-/** Memory diffs read per status run (the newest completed commits). */
-const MAX_DIFFS = 6;
-/** How long OpenViking keeps a finished task (a failed one longer). */
-const TASKS_KEPT_MS = 86_400_000;
 
 const Place = { ...CountsSchema.shape, sessions: z.number() };
 /** The whole `status --json` object. */
@@ -87,17 +77,12 @@ export const StatusSchema = z.object({
 export type Status = z.infer<typeof StatusSchema>;
 
 /** A queue summary's entries, messages and commits, and of how many sessions. */
-export function totals(q: queues.QueueSummary): z.infer<typeof CountsSchema> & { sessions: number } {
-  const sum = (f: "messages" | "commits") => q.sessions.reduce((n, s) => n + s[f], 0);
-  const { entries, sessions } = q;
+export function totals({ entries, sessions }: queues.QueueSummary) {
+  const sum = (f: "messages" | "commits") => sessions.reduce((n, s) => n + s[f], 0);
   return { entries, messages: sum("messages"), commits: sum("commits"), sessions: sessions.length };
 }
 
-/**
- * What status and doctor read of the local places: the pending queue, the writes OpenViking refused (a place
- * that cannot be read: its error), the queue files set aside, and recall paused (the breaker; `answeredAt`
- * once the server answered, recall not yet resumed).
- */
+/** What status and doctor read locally: the queue, the refused writes (or errors), set-aside files, the breaker. */
 export async function readPlaces(env: paths.Env, config: Config) {
   const pending = paths.pendingDir(env);
   const read = (q: Promise<queues.QueueSummary>) => q.catch((e) => e as Error);
@@ -117,7 +102,6 @@ export async function readPlaces(env: paths.Env, config: Config) {
   };
 }
 
-/** The local places as `readPlaces` read them. */
 export type Places = Awaited<ReturnType<typeof readPlaces>>;
 
 /** What to do about the writes OpenViking refused, kept in `dir` (status and doctor say it alike). */
@@ -127,11 +111,7 @@ export const rejectedFix = (env: paths.Env, dir: string): string =>
   `${queues.REJECTED_MAX_ENTRIES} writes and ${queues.REJECTED_MAX_BYTES >> 20} MiB; past that the oldest ` +
   "are dropped";
 
-/**
- * Marks the queued commits the queue still holds (the newest `s.queue.commits` not delivered by a recorded
- * replay) as waiting, and gives those that left it with no replay on record the session's `tasks` no entry
- * names, oldest first; returns the tasks left over (changes `s`).
- */
+/** Marks the queued commits the queue still holds waiting; gives those that left it `tasks` no entry names; the rest. */
 function placeQueued(s: SessionStatus, tasks: { id: string; at: number }[]) {
   const undelivered = s.commits.filter((c) => c.outcome === "queued" && !c.taskId);
   undelivered.forEach((c, i) => c.waiting = i >= undelivered.length - s.queue.commits);
@@ -170,8 +150,8 @@ function commitLine(c: CommitStatus, now: number, url: string): string {
     : c.outcome === "queued"
     ? `queued, ${queued}`
     : c.outcome;
-  const id = c.taskId ? ` (task ${c.taskId.slice(0, 8)})` : "";
-  return `    commit ${ago(c.at, now)}: ${outcome}${id}${task ? `, ${task}` : ""}`;
+  return `    commit ${ago(c.at, now)}: ${outcome}${c.taskId ? ` (task ${c.taskId.slice(0, 8)})` : ""}` +
+    (task ? `, ${task}` : "");
 }
 
 /** What a session's commits cost: how many, messages each, and the server's newest token total, if any. */
@@ -209,8 +189,9 @@ function sessionLines(s: SessionStatus, now: number, url: string): string[] {
     const made = (commit.task?.memories ?? []).slice(0, 3).map((u) => `      + ${u}`);
     lines.push(commitLine(commit, now, url), ...made);
   }
-  const earlier = s.commits.length - SHOWN_COMMITS;
-  if (earlier > 0) lines.push(`    … ${earlier} earlier commit(s)`);
+  if (s.commits.length > SHOWN_COMMITS) {
+    lines.push(`    … ${s.commits.length - SHOWN_COMMITS} earlier commit(s)`);
+  }
   if (q.entries) lines.push(`    waiting: ${queues.countWords(q)} in the queue`);
   if (r.entries) lines.push(`    refused and kept: ${queues.countWords(r)}`);
   if (e) lines.push(`    last error ${ago(e.at, now)}: ${e.message}`, `      fix: ${e.fix}`);
@@ -229,7 +210,6 @@ export function renderStatus(st: Status, now: number): string {
     `Server  ${c.url}  ${c.reachable ? `reachable${version}` : "NOT reachable"}`,
     `        ${key}${who ? `; ${who}` : ""}; peer ${c.peer.id ? `${c.peer.id} (${c.peer.source})` : "none"}`,
   ];
-  /** A problem's words and fix, under the section's head. */
   const said = (w?: { summary: string; fix: string }) =>
     w ? [`        ${w.summary}`, `        fix: ${w.fix}`] : [];
   if (c.problem) lines.push(...said({ summary: c.problem.message, fix: c.problem.fix }));
@@ -261,10 +241,7 @@ export function renderStatus(st: Status, now: number): string {
   return wrapLines(lines).join("\n");
 }
 
-/**
- * `/health` (no key): whether OpenViking answers; `/api/v1/system/status`: whether the key is accepted and
- * whose it is; a data route: whether it may read memory (a root key may not).
- */
+/** `/health`: whether OpenViking answers; system status: whose the key is; a data route: whether it may read memory. */
 async function connection(client: OpenVikingClient, config: Config, cwd: string) {
   const peer = await resolvePeer(cwd, config);
   const health = await client.request("GET", "/health", z.looseObject({ version: tolerant(z.string()) }));
@@ -286,10 +263,7 @@ async function connection(client: OpenVikingClient, config: Config, cwd: string)
   } satisfies Status["connection"];
 }
 
-/**
- * Fills in what OpenViking did with each commit of `s`: its task list, the newest shown commits it left out
- * asked by id (a 404: expired), and the memory diffs within `diffs`. Returns what it could not ask.
- */
+/** Fills in each commit's task (list, then shown ones by id; 404: expired) and memory diffs; what went unasked. */
 async function askTasks(client: OpenVikingClient, s: SessionStatus, diffs: { left: number }) {
   const list = await client.request("GET", "/api/v1/tasks", z.array(z.unknown()), {
     query: { resource_id: s.openVikingSessionId, limit: 200 },
@@ -311,7 +285,7 @@ async function askTasks(client: OpenVikingClient, s: SessionStatus, diffs: { lef
     if (one.ok && isRecord(one.result)) tasks.set(c.taskId, one.result);
     else if (!one.ok && one.kind === "rejected" && one.status === 404) {
       // Younger than the server keeps any task: it was never this server's (or this identity's).
-      tasks.set(c.taskId, Date.now() - c.at < TASKS_KEPT_MS ? "not-found" : "expired");
+      tasks.set(c.taskId, Date.now() - c.at < 86_400_000 ? "not-found" : "expired"); // a day: finished tasks kept
     } else failed++;
   }
   for (const c of [...s.commits].reverse()) {
@@ -331,7 +305,6 @@ async function askTasks(client: OpenVikingClient, s: SessionStatus, diffs: { lef
   return failed ? [`the tasks of ${failed} commit(s) of ${s.kimiSessionId}`] : [];
 }
 
-/** Which sessions to show: one, all, or (neither) the latest. */
 type SessionChoice = { session?: string; all?: boolean };
 
 /** The chosen sessions as the ledger, the queue and the rejected place know them (no network). */
@@ -347,10 +320,10 @@ async function localSessions(
   const files = (await ledgerFiles(dir).catch(() => [])).filter((f) => f.name !== REPLAY_FILE);
   const chosen = choice.session !== undefined
     ? [await paths.safeId(choice.session)]
-    : files.map((f) => f.name).slice(0, choice.all ? undefined : LATEST_SESSIONS);
+    : files.map((f) => f.name).slice(0, choice.all ? undefined : 5);
   const counts = (q: queues.QueueSummary, ov: string) => {
-    const x = q.sessions.find((x) => x.sessionId === ov);
-    return { entries: x?.entries ?? 0, messages: x?.messages ?? 0, commits: x?.commits ?? 0 };
+    const { entries = 0, messages = 0, commits = 0 } = q.sessions.find((x) => x.sessionId === ov) ?? {};
+    return { entries, messages, commits };
   };
   // The newest replay failed for the sessions whose writes still wait.
   const failed = replays.findLast((e) => e.kind === "replay" && e.cause);
@@ -383,7 +356,7 @@ export async function collectStatus(env: paths.Env, cwd: string, choice: Session
   const sessions = await localSessions(env, config, choice, { queue, rejected });
   const notAsked: string[] = [];
   const canAsk = conn.reachable && conn.authenticated !== false;
-  const diffs = { left: MAX_DIFFS };
+  const diffs = { left: 6 }; // memory diffs read per run
   for (const s of sessions.filter((s) => s.commits.length)) {
     notAsked.push(...canAsk ? await askTasks(client, s, diffs) : [`the commit tasks of ${s.kimiSessionId}`]);
   }
@@ -427,17 +400,13 @@ async function knownSession(env: paths.Env, id: string): Promise<boolean> {
   const [ledger, state, queue] = [paths.ledgerDir, paths.hookStateDir, paths.pendingDir]
     .map((dir) => paths.orNoHome(() => dir(env)));
   const safe = await paths.safeId(id);
-  if (ledger && await exists(ledgerFile(ledger, safe))) return true;
-  for (const kind of ["capture", "prompt"] as const) {
-    if (state && await exists((await statePaths(state, id, kind)).file)) return true;
-  }
-  return queue !== undefined && await queues.hasUnsent(queue, `${SESSION_PREFIX}${safe}`).catch(() => false);
+  const file = async (kind: "capture" | "prompt") => (await statePaths(state!, id, kind)).file;
+  return !!ledger && await exists(ledgerFile(ledger, safe)) ||
+    !!state && (await exists(await file("capture")) || await exists(await file("prompt"))) ||
+    !!queue && await queues.hasUnsent(queue, `${SESSION_PREFIX}${safe}`).catch(() => false);
 }
 
-/**
- * `openviking-kimi status [--session ID | --all] [--cwd DIR] [--json]`: exit 0; 1 for a session nothing is
- * known of; 2 for both --session and --all, or a --cwd that is not a directory.
- */
+/** `openviking-kimi status`: exit 0; 1 for a session nothing is known of; 2 for --session with --all, or a bad --cwd. */
 export async function statusCommand(o: SessionChoice & { cwd?: string; json: boolean }, env: paths.Env) {
   const fail = (code: number, message: string) => (console.error(`openviking-kimi status: ${message}`), code);
   const both = "--session and --all exclude each other; give one of them.";

@@ -1,7 +1,4 @@
-/**
- * `turns <kimi-session-id> [--json]`: what capture would send from that session's journal, one line per message
- * in 80 columns, or one JSON object per message.
- */
+/** `turns <kimi-session-id>`: what capture would send from that journal, a line per message, or JSON objects. */
 
 import { loadConfig } from "../openviking/config.ts";
 import { terminalJson } from "../lib/neutralize.ts";
@@ -24,22 +21,17 @@ export async function messagesOf(
   return plan.toSend.map((c) => ({ turn_id: c.payload.turn_id, role: c.role, content: c.payload.content }));
 }
 
-/** A turn id longer than this is cut in the readable form. */
-const TURN_COLUMN_MAX = 8;
-
 /** The readable form of `turns`: a header, one line per message in 80 columns, and a count. */
 export function renderTurns(messages: readonly TurnMessage[]): string[] {
   if (messages.length === 0) return ["Nothing to send: the journal has no closed turn with text."];
-  const ids = messages.map((m) => preview(m.turn_id, TURN_COLUMN_MAX));
+  const ids = messages.map((m) => preview(m.turn_id, 8)); // a longer turn id is cut
   const turnWidth = Math.max(4, ...ids.map(textColumns));
-  const roleWidth = "assistant".length;
-  const textWidth = WIDTH - turnWidth - roleWidth - 4;
   const row = (turn: string, role: string, text: string) =>
-    `${turn}${" ".repeat(turnWidth - textColumns(turn))}  ${role.padEnd(roleWidth)}  ${text}`.trimEnd();
+    `${turn}${" ".repeat(turnWidth - textColumns(turn))}  ${role.padEnd(9)}  ${text}`.trimEnd();
   const turns = new Set(messages.map((m) => m.turn_id)).size;
   return [
     row("turn", "role", "message"),
-    ...messages.map((m, i) => row(ids[i], m.role, preview(m.content, textWidth))),
+    ...messages.map((m, i) => row(ids[i], m.role, preview(m.content, WIDTH - turnWidth - 13))),
     `${messages.length} message(s) in ${turns} turn(s) would be sent; --json prints each one in full.`,
   ];
 }

@@ -3,11 +3,7 @@
 /** Joins byte chunks into one array. */
 export function concatBytes(chunks: readonly Uint8Array[]): Uint8Array {
   const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-  let o = 0;
-  for (const c of chunks) {
-    out.set(c, o);
-    o += c.length;
-  }
+  chunks.reduce((at, c) => (out.set(c, at), at + c.length), 0);
   return out;
 }
 

@@ -1,10 +1,4 @@
-/**
- * Text in terminal columns: how many a text takes (combining marks and zero-width joiners none; East Asian
- * wide and fullwidth characters and emoji two; everything else one), a one-line preview, a wrapped line; the
- * reports' short age and counted words.
- *
- * @example textColumns("ab漢字") // 6
- */
+/** Text in terminal columns (marks and joiners 0, wide and emoji 2, the rest 1): preview, wrap, age, plural. */
 
 import { cutText, neutralize } from "./neutralize.ts";
 
@@ -18,8 +12,7 @@ export const charColumns = (char: string): number => ZERO_WIDTH.test(char) ? 0 :
 
 /** The code units of `text`'s longest head weighing ≤ `max` (in columns, else by `weight`), and its weight. */
 export function headWithin(text: string, max: number, weight = charColumns) {
-  let used = 0;
-  let units = 0;
+  let [used, units] = [0, 0];
   for (const ch of text) {
     if (used + weight(ch) > max) break;
     used += weight(ch);
@@ -28,10 +21,8 @@ export function headWithin(text: string, max: number, weight = charColumns) {
   return { units, used };
 }
 
-/** Terminal columns of one line of text. */
+/** Terminal columns of one line of text; how many UTF-16 code units of `text` fit in `width` columns. */
 export const textColumns = (text: string): number => headWithin(text, Infinity).used;
-
-/** How many UTF-16 code units of `text` fit in `width` terminal columns. */
 export const unitsWithin = (text: string, width: number): number => headWithin(text, width).units;
 
 /** `text` as one line of at most `width` terminal columns: whitespace runs become a space, a cut ends in `…`. */
@@ -51,17 +42,12 @@ export function wrap(line: string, indent: string, width = WIDTH): string[] {
   if (textColumns(line) <= width) return [line];
   const lead = /^ *(?:[+-] )?/.exec(line)![0];
   const [first, ...words] = line.slice(lead.length).split(/(?<= )(?=[^ ])/);
-  const out: string[] = [];
-  let current = `${lead}${first}`;
+  const out = [`${lead}${first}`];
   for (const word of words) {
-    if (textColumns(current) + textColumns(word.trimEnd()) <= width) current += word;
-    else {
-      out.push(current.trimEnd());
-      current = `${indent}${word}`;
-    }
+    if (textColumns(out.at(-1)!) + textColumns(word.trimEnd()) <= width) out[out.length - 1] += word;
+    else out.push(`${indent}${word}`);
   }
-  out.push(current.trimEnd());
-  return out;
+  return out.map((l) => l.trimEnd());
 }
 
 /** `lines` wrapped, each continuation indented two more than its line. */

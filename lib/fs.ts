@@ -18,21 +18,18 @@ function ensurePrivateDirSync(path: string): void {
   Deno.mkdirSync(path, { recursive: true, mode: 0o700 });
   if (!isWindows) Deno.chmodSync(path, 0o700);
 }
-
-/** {@link ensurePrivateDirSync} as a promise. */
 export const ensurePrivateDir = (path: string): Promise<void> => settled(() => ensurePrivateDirSync(path));
 
 /** A unique sibling name for a temporary file: `<path>.<pid>.<id>.tmp`. */
 const tempSibling = (path: string) => `${path}.${Deno.pid}.${crypto.randomUUID().slice(0, 8)}.tmp`;
 
-/**
- * An atomic write's mode (default 0600); `privateDir: false` leaves the parent as it is (else made 0700);
- * `durable` syncs the data before the rename and the directory after it, so a power loss cannot tear or undo it.
- */
 type WriteOptions = { mode?: number; privateDir?: boolean; durable?: boolean };
 type Data = string | Uint8Array;
 
-/** Writes a file so readers see the old or the new content, never a torn one (temp + rename). */
+/**
+ * Writes a file so readers see the old or the new content, never a torn one (temp + rename); mode 0600 by
+ * default, the parent made 0700 unless `privateDir: false`; `durable` syncs the data and then the directory.
+ */
 export function writeFileAtomicSync(path: string, data: Data, options: WriteOptions = {}): void {
   if (options.privateDir !== false) ensurePrivateDirSync(dirName(path));
   const tmp = tempSibling(path);
@@ -49,7 +46,6 @@ export function writeFileAtomicSync(path: string, data: Data, options: WriteOpti
   }
 }
 
-/** {@link writeFileAtomicSync} as a promise. */
 export const writeFileAtomic = (path: string, data: Data, options?: WriteOptions): Promise<void> =>
   settled(() => writeFileAtomicSync(path, data, options));
 
@@ -85,18 +81,15 @@ function ifExists<T>(op: () => T): T | undefined {
   try {
     return op();
   } catch (error) {
-    if (isNotFound(error)) return undefined;
-    throw error;
+    if (!isNotFound(error)) throw error;
   }
 }
 
-/** Removes a file if it can; any failure is nothing to report. */
+/** Removes a file if it can (never created, or gone already: nothing to report). */
 export function removeQuietly(path: string): void {
   try {
     Deno.removeSync(path);
-  } catch {
-    // never created, or gone already
-  }
+  } catch { /* nothing to report */ }
 }
 
 /** Creates a file with complete, synced content or not at all, never replacing one (temp + fsync + link). */
@@ -125,7 +118,6 @@ export function readRegularTextSync(path: string, maxBytes = Infinity): string |
   return Deno.readTextFileSync(path);
 }
 
-/** {@link readRegularTextSync} as a promise. */
 export const readTextIfExists = (path: string, maxBytes = Infinity): Promise<string | undefined> =>
   settled(() => readRegularTextSync(path, maxBytes));
 
@@ -147,10 +139,7 @@ export function listDir(dir: string): Promise<Deno.DirEntry[]> {
   return Array.fromAsync(Deno.readDir(dir)).catch((error) => isNotFound(error) ? [] : Promise.reject(error));
 }
 
-/** Whether an error is "file exists". */
 export const isAlreadyExists = (error: unknown): boolean => error instanceof Deno.errors.AlreadyExists;
-
-/** Whether an error is "not found". */
 export const isNotFound = (error: unknown): boolean => error instanceof Deno.errors.NotFound;
 
 /** Whether process `pid` is certainly gone (a harmless SIGCONT answers "no such process"). */
@@ -169,8 +158,7 @@ export async function removeAbandonedTemps(dir: string): Promise<number> {
   let removed = 0;
   for (const e of await listDir(dir).catch(() => [])) {
     if (!e.isFile || !e.name.endsWith(".tmp")) continue;
-    const writer = /\.(\d+)\.[0-9a-f]{8}\.tmp$/.exec(e.name);
-    const path = joinPath(dir, e.name);
+    const [writer, path] = [/\.(\d+)\.[0-9a-f]{8}\.tmp$/.exec(e.name), joinPath(dir, e.name)];
     const gone = writer !== null && isProcessGone(Number(writer[1]));
     const mtime = gone ? 0 : (await Deno.stat(path).catch(() => undefined))?.mtime?.getTime();
     if (gone || (mtime && Date.now() - mtime > 3600_000)) {

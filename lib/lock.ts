@@ -3,15 +3,8 @@
 import { ensurePrivateDir, isNotFound, removeQuietly } from "./fs.ts";
 import { dirName } from "./paths.ts";
 
-/**
- * How long to wait for a lock (default 5 s; 0: one try), how often to try (default 50 ms); `makeDir: false`:
- * a missing directory is not made (the lock's place is gone: it throws).
- */
-export interface LockOptions {
-  waitMs?: number;
-  pollMs?: number;
-  makeDir?: boolean;
-}
+/** The wait (default 5 s; 0: one try), the poll (50 ms); `makeDir: false`: a missing directory throws. */
+export type LockOptions = { waitMs?: number; pollMs?: number; makeDir?: boolean };
 
 /** The outcome of `withLock`: the callback's value, or `acquired: false` when the wait ran out. */
 export type LockResult<T> = { acquired: true; value: T } | { acquired: false };

@@ -4,13 +4,8 @@ import { ensurePrivateDir, openAppendSync, settled } from "./fs.ts";
 import { dirName } from "./paths.ts";
 import { scrub } from "./redact.ts";
 
-/** A stage logger bound to one command run. */
-export interface Logger {
-  /** Records a stage with optional data. */
-  stage(stage: string, data?: Record<string, unknown>): void;
-  /** Waits until every line is on disk. */
-  flush(): Promise<void>;
-}
+/** A stage logger bound to one command run: `stage` records one, `flush` waits until every line is on disk. */
+export type Logger = { stage(stage: string, data?: Record<string, unknown>): void; flush(): Promise<void> };
 
 /** A logger that drops everything. */
 export const silentLogger: Logger = { stage() {}, flush: () => Promise.resolve() };

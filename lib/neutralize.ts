@@ -26,8 +26,7 @@ const INVISIBLE =
  */
 const LESS_THAN = "<\uff1c\ufe64\u2039\u2329\u3008\u27e8\u276e\u02c2\u1438\u16b2\u{1d236}\u276c\u2770\u29fc";
 
-/** A {@link LESS_THAN} that starts something tag-like (joiners and marks in between do not hide it), or ends the
- * text. */
+/** A {@link LESS_THAN} that starts something tag-like (joiners and marks between do not hide it), or ends the text. */
 const TAG_OPEN = new RegExp(`[${LESS_THAN}](?=[\\p{M}\u200c\u200d]*(?:[\\p{L}_:/!?|]|$))`, "gu");
 const LESS_THAN_LAST = new RegExp(`[${LESS_THAN}]$`, "u");
 
@@ -49,34 +48,21 @@ const TOKEN = Symbol("SafeText");
 
 /** Text that may be printed: literal markup from our code and neutralised untrusted text, nothing else. */
 export class SafeText {
-  readonly #text: string;
-
-  constructor(token: typeof TOKEN, text: string) {
+  constructor(token: typeof TOKEN, readonly text: string) {
     if (token !== TOKEN) throw new TypeError("SafeText is made with safe`…`");
-    this.#text = text;
+    Object.freeze(this);
   }
-
-  /** The printable text. */
-  get text(): string {
-    return this.#text;
-  }
-
   /** Its length in UTF-16 code units. */
   get length(): number {
-    return this.#text.length;
+    return this.text.length;
   }
-
   /** `parts` joined with the literal separator `sep`. */
-  static join(parts: readonly SafeText[], sep: SafeText): SafeText {
-    return new SafeText(TOKEN, parts.map((p) => p.text).join(sep.text));
-  }
+  static join = (parts: readonly SafeText[], sep: SafeText): SafeText =>
+    new SafeText(TOKEN, parts.map((p) => p.text).join(sep.text));
 }
 
-/** What may be interpolated into `safe`: untrusted strings (neutralised), numbers, and `SafeText` as it is. */
-type SafePiece = string | number | SafeText;
-
-/** Template tag for printed text: literals kept, interpolated strings neutralised, `SafeText` kept as it is. */
-export function safe(strings: TemplateStringsArray, ...values: SafePiece[]): SafeText {
+/** Template tag for printed text: literals kept, interpolated strings neutralised, numbers and `SafeText` as they are. */
+export function safe(strings: TemplateStringsArray, ...values: (string | number | SafeText)[]): SafeText {
   if (!Object.isFrozen(strings) || !Array.isArray(strings.raw)) {
     throw new TypeError("safe is a template tag: safe`…`");
   }
@@ -152,7 +138,7 @@ export function reportJson(value: unknown, indent?: number): string {
 export const PRINT_MAX_CHARS = 32_000;
 
 /** One printed block: our opening marker, a body, our closing marker (each on its own line). */
-export type Block = { open: SafeText; body: SafeText; close: SafeText };
+type Block = { open: SafeText; body: SafeText; close: SafeText };
 
 const [NL, GAP, TRUNCATED] = [safe`\n`, safe`\n\n`, safe`\n[truncated]`];
 
@@ -171,8 +157,7 @@ function shares(sizes: readonly number[], room: number): number[] {
 /** The hook's stdout for `blocks`: blank-line separated, newline-terminated, at most `max` code units. */
 export function printBlocks(blocks: readonly Block[], max = PRINT_MAX_CHARS): string {
   if (!blocks.length) return "";
-  const frame = blocks.reduce((n, b) => n + b.open.length + b.close.length + 2, 0) + 2 * (blocks.length - 1) +
-    1;
+  const frame = blocks.reduce((n, b) => n + b.open.length + b.close.length + 4, -1);
   const room = shares(blocks.map((b) => b.body.length), max - frame);
   const fitted = blocks.map((b, i) => ({ ...b, body: cut(b.body, room[i], TRUNCATED) }));
   const out = `${SafeText.join(fitted.map((b) => SafeText.join([b.open, b.body, b.close], NL)), GAP).text}\n`;

@@ -23,12 +23,6 @@ export class NoHomeError extends Error {
 export const isAbsolutePath = (path: string): boolean =>
   path.startsWith("/") || /^[A-Za-z]:[\\/]/.test(path) || path.startsWith("\\\\");
 
-/** `HOME` (or `USERPROFILE`) when absolute, else "". */
-function homeDir(env: Env): string {
-  const home = env.HOME || env.USERPROFILE || "";
-  return isAbsolutePath(home) ? home : "";
-}
-
 /** Joins path segments with "/" and collapses duplicate separators (Windows accepts "/" too). */
 export const joinPath = (...parts: string[]): string =>
   parts.filter((p) => p !== "").join("/").replace(/(?<!^)\/{2,}/g, "/");
@@ -39,11 +33,11 @@ export function dirName(path: string): string {
   return i <= 0 ? (i === 0 ? "/" : "") : path.slice(0, i);
 }
 
-/** Expands a leading `~` against the home directory; {@link NoHomeError} (there is no place for `what`) without one. */
+/** Expands a leading `~` against `HOME` (or `USERPROFILE`); {@link NoHomeError} (no place for `what`) without one. */
 export function expandHome(path: string, env: Env, what = path): string {
   if (path !== "~" && !path.startsWith("~/") && !path.startsWith("~\\")) return path;
-  const home = homeDir(env);
-  if (!home) throw new NoHomeError(what);
+  const home = env.HOME || env.USERPROFILE || "";
+  if (!isAbsolutePath(home)) throw new NoHomeError(what);
   return path === "~" ? home : joinPath(home, path.slice(2));
 }
 
@@ -53,68 +47,56 @@ export function absoluteOverride(value: string | undefined, env: Env): string | 
   return path && isAbsolutePath(path) ? path : undefined;
 }
 
+/** `$NAME` when absolute, else `~/<fallback>` (no place for `what` without a home). */
+const place = (env: Env, name: string, fallback: string, what = `~/${fallback}`) =>
+  absoluteOverride(env[name], env) ?? expandHome(`~/${fallback}`, env, what);
+
 const OV_FILES = "OpenViking's files (~/.openviking)";
 
 /** OpenViking's home: `$OPENVIKING_HOME`, else `~/.openviking`. */
-export function openVikingHome(env: Env): string {
-  return absoluteOverride(env.OPENVIKING_HOME, env) ??
-    expandHome("~/.openviking", env, OV_FILES);
-}
+export const openVikingHome = (env: Env): string => place(env, "OPENVIKING_HOME", ".openviking", OV_FILES);
 
 /** Kimi Code's home: `explicit`, else `$KIMI_CODE_HOME`, else `~/.kimi-code`. */
-export function kimiHome(env: Env, explicit?: string): string {
-  if (explicit) return expandHome(explicit, env);
-  return absoluteOverride(env.KIMI_CODE_HOME, env) ??
-    expandHome("~/.kimi-code", env, "Kimi Code's home (~/.kimi-code)");
-}
+export const kimiHome = (env: Env, explicit?: string): string =>
+  explicit
+    ? expandHome(explicit, env)
+    : place(env, "KIMI_CODE_HOME", ".kimi-code", "Kimi Code's home (~/.kimi-code)");
+
+/** `$NAME`, else `<OpenViking's home>/<sub>`. */
+const underHome = (env: Env, name: string, sub: string) =>
+  absoluteOverride(env[name], env) ?? joinPath(openVikingHome(env), sub);
 
 /** Per-session hook state: `$OPENVIKING_HOOK_STATE_DIR/kimicode`, else `~/.openviking/hook-state/kimicode`. */
-export function hookStateDir(env: Env): string {
-  return joinPath(
-    absoluteOverride(env.OPENVIKING_HOOK_STATE_DIR, env) ?? joinPath(openVikingHome(env), "hook-state"),
-    "kimicode",
-  );
-}
+export const hookStateDir = (env: Env): string =>
+  joinPath(underHome(env, "OPENVIKING_HOOK_STATE_DIR", "hook-state"), "kimicode");
 
 /** The offline write queues: `$OPENVIKING_PENDING_DIR`, else `~/.openviking/pending`. */
-export function pendingDir(env: Env): string {
-  return absoluteOverride(env.OPENVIKING_PENDING_DIR, env) ?? joinPath(openVikingHome(env), "pending");
-}
+export const pendingDir = (env: Env): string => underHome(env, "OPENVIKING_PENDING_DIR", "pending");
 
 /** Shared plugin state: `$OPENVIKING_STATE_DIR`, else `~/.openviking/state`. */
-export function sharedStateDir(env: Env): string {
-  return absoluteOverride(env.OPENVIKING_STATE_DIR, env) ?? joinPath(openVikingHome(env), "state");
-}
+export const sharedStateDir = (env: Env): string => underHome(env, "OPENVIKING_STATE_DIR", "state");
 
 /** The MCP server's last tool list, in the shared state directory. */
-export function mcpToolCachePath(env: Env): string {
-  return joinPath(sharedStateDir(env), "kimicode-mcp-tools.json");
-}
+export const mcpToolCachePath = (env: Env): string =>
+  joinPath(sharedStateDir(env), "kimicode-mcp-tools.json");
 
 /** The hook log when no other path is configured. */
-export function defaultLogPath(env: Env): string {
-  return joinPath(openVikingHome(env), "logs", "kimicode-hooks.log");
-}
+export const defaultLogPath = (env: Env): string =>
+  joinPath(openVikingHome(env), "logs", "kimicode-hooks.log");
 
 /** Our directory under OpenViking's home: `~/.openviking/agent-integrations/kimicode`. */
-export function integrationDir(env: Env): string {
-  return joinPath(openVikingHome(env), "agent-integrations", "kimicode");
-}
+export const integrationDir = (env: Env): string =>
+  joinPath(openVikingHome(env), "agent-integrations", "kimicode");
 
 /** The record of the Kimi homes installed into (one absolute path a line): removals, and a hook's own check. */
-export function homesFile(env: Env): string {
-  return joinPath(integrationDir(env), "kimi-homes");
-}
+export const homesFile = (env: Env): string => joinPath(integrationDir(env), "kimi-homes");
 
 /** Where install puts the `openviking-kimi` command: `$OPENVIKING_KIMI_BIN_DIR`, else `~/.local/bin`. */
-export function commandDir(env: Env): string {
-  return absoluteOverride(env.OPENVIKING_KIMI_BIN_DIR, env) ?? expandHome("~/.local/bin", env, "the command");
-}
+export const commandDir = (env: Env): string =>
+  place(env, "OPENVIKING_KIMI_BIN_DIR", ".local/bin", "the command");
 
 /** The local ledger of what hook runs did (`status`). */
-export function ledgerDir(env: Env): string {
-  return joinPath(openVikingHome(env), "ledger", "kimicode");
-}
+export const ledgerDir = (env: Env): string => joinPath(openVikingHome(env), "ledger", "kimicode");
 
 /** `location()`, or undefined when it needs a home there is none of (other errors propagate). */
 export function orNoHome<T>(location: () => T): T | undefined {
@@ -136,9 +118,8 @@ const OVERRIDES = (
 ).split(" ");
 
 /** The override variables set to something that is not an absolute path (they are ignored), as `NAME=value`. */
-export function ignoredOverrides(env: Env): string[] {
-  return OVERRIDES.filter((n) => env[n] && !absoluteOverride(env[n], env)).map((n) => `${n}=${env[n]}`);
-}
+export const ignoredOverrides = (env: Env): string[] =>
+  OVERRIDES.filter((n) => env[n] && !absoluteOverride(env[n], env)).map((n) => `${n}=${env[n]}`);
 
 /**
  * Any id as a file name (`[A-Za-z0-9._-]`, ≤ 100 characters, never ending `.prompt`, the prompt state's
@@ -146,7 +127,6 @@ export function ignoredOverrides(env: Env): string[] {
  */
 export async function safeId(id: string): Promise<string> {
   const cleaned = id.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^[._-]+/, "");
-  const plain = cleaned === id && cleaned.length > 0 && cleaned.length <= 100 && !/\.prompt$/i.test(id);
-  if (plain) return cleaned;
+  if (cleaned === id && cleaned.length > 0 && cleaned.length <= 100 && !/\.prompt$/i.test(id)) return cleaned;
   return `${cleaned.slice(0, 80) || "id"}-${(await sha256Hex(id)).slice(0, 16)}`;
 }

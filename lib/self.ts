@@ -42,8 +42,7 @@ export function flagsFromTask(task: string): string[] {
 /** The production flags, read from `<root>/deno.json` task `cli`. */
 export async function productionFlags(root = checkoutRoot()): Promise<string[]> {
   const task = JSON.parse(await Deno.readTextFile(joinPath(root, "deno.json"))).tasks?.cli;
-  if (!task) throw new Error(`${root}/deno.json has no "cli" task`);
-  return flagsFromTask(task);
+  return task ? flagsFromTask(task) : Promise.reject(new Error(`${root}/deno.json has no "cli" task`));
 }
 
 /** Whether this process is the compiled standalone binary. */
@@ -67,9 +66,7 @@ export function holdCopyLock(): void {
     const file = Deno.openSync(joinPath(dir, COPY_FILES.lock), { read: true });
     if (file.tryLockSync(false)) lockFile = file;
     else file.close();
-  } catch {
-    // No lock file (a hand-made copy) or an unreadable one: nothing to hold.
-  }
+  } catch { /* no lock file (a hand-made copy) or an unreadable one: nothing to hold */ }
 }
 
 /** Lets go of this process's hold on its copy (before a run removes versions). */
@@ -110,9 +107,7 @@ export function shellQuote(word: string): string {
 function realPath(path: string): string | undefined {
   try {
     return Deno.realPathSync(path);
-  } catch {
-    return undefined;
-  }
+  } catch { /* nothing there */ }
 }
 
 /** Quotes a path for the user's shell (cmd.exe's double quotes on Windows). */
@@ -136,13 +131,10 @@ export function commandName(env: Env = processEnv()): string {
     return real !== undefined && (inside || real === self);
   };
   const names = windows ? ["openviking-kimi.exe", "openviking-kimi.cmd"] : ["openviking-kimi"];
-  for (const dir of (env.PATH ?? "").split(windows ? ";" : ":").filter(isAbsolutePath)) {
-    const hit = names.map((n) => joinPath(dir, n)).find((p) => realPath(p) !== undefined);
-    if (hit) {
-      if (isOurs(hit)) return "openviking-kimi";
-      break; // the shell runs that one: name ours by its path
-    }
-  }
+  const dirs = (env.PATH ?? "").split(windows ? ";" : ":").filter(isAbsolutePath);
+  // The shell runs the first one PATH finds: when it is not ours, ours is named by its path.
+  const hit = dirs.flatMap((d) => names.map((n) => joinPath(d, n))).find((p) => realPath(p) !== undefined);
+  if (hit && isOurs(hit)) return "openviking-kimi";
   const placed = windows ? undefined : orNoHome(() => joinPath(commandDir(env), "openviking-kimi"));
   if (placed && isOurs(placed)) return quotePath(placed);
   if (running) return quotePath(running);
@@ -151,8 +143,7 @@ export function commandName(env: Env = processEnv()): string {
 
 /** The directory the user ran this command in (`deno task` runs a checkout's task in its root: `INIT_CWD`). */
 export function invocationCwd(env: Env = processEnv()): string {
-  const cwd = Deno.cwd();
-  const init = env.INIT_CWD;
+  const [cwd, init] = [Deno.cwd(), env.INIT_CWD];
   if (isCompiled() || copyDir() || !init || !isAbsolutePath(init)) return cwd;
   return realPath(cwd) === realPath(checkoutRoot()) ? init : cwd;
 }

@@ -26,7 +26,7 @@ export type Failure =
 type Shown = "mcpUrl" | "credentialSource" | "apiKeySource" | "cliConfigPath" | "ovConfigPath" | "account";
 export type ErrorContext = Pick<Config, Shown | "user" | "apiKey">;
 
-type Words<F> = (f: F, url: string, ctx: ErrorContext) => [code: number, message: string, more?: object];
+type Words<F> = (f: F, url: string, ctx: ErrorContext) => string;
 type Kind = Exclude<Failure["kind"], "aborted">; // an aborted request is not answered
 
 /** Where the URL was configured, in words. */
@@ -59,71 +59,59 @@ function keyFix({ apiKeySource: src, cliConfigPath: cli, ovConfigPath: ov }: Err
 const AGAIN = "`openviking-kimi doctor` says what is wrong. The tools work again as soon as the server " +
   "answers; no restart needed.";
 const RETRY = "Retry the call; if it keeps happening, check the server's log.";
-const [AUTH, HTTP, EMPTY, NETWORK, TOO_LARGE] = [-32001, -32002, -32003, -32004, -32005];
+/** The kinds of each error code in JSON-RPC's server-error range, from -32001 (auth) to -32005 (too large). */
+const CODE_KINDS = ["auth", "http redirect bad-reply", "empty", "", "too-large too-deep"].map((k) =>
+  k.split(" ")
+);
+function codeOf(kind: Kind): number {
+  const at = CODE_KINDS.findIndex((kinds) => kinds.includes(kind));
+  return at < 0 ? -32004 : -32001 - at; // -32004: the network's (unreachable, paused, timed out, stalled, cut)
+}
 
-/** The code and words of the error answering each kind of failure (JSON-RPC's server-error range). */
+/** The words of the error answering each kind of failure. */
 const WORDS: { [K in Kind]: Words<Extract<Failure, { kind: K }>> } = {
   auth: (f, _url, ctx) => {
-    const [source, fix, credentialPath] = keyFix(ctx);
+    const [source, fix] = keyFix(ctx);
     const said = f.serverMessage ? `: ${f.serverMessage}` : "";
     const [account, user] = [ctx.account || "(none)", ctx.user || "(none)"];
-    const message = f.status === 403
+    return f.status === 403
       ? `OpenViking denied access (HTTP 403${said}) for account "${account}", user "${user}"; ${source}. ` +
         `Check that the key belongs to that account and user ("account"/"user" in ${ctx.cliConfigPath} or ` +
         `OPENVIKING_ACCOUNT/OPENVIKING_USER). ${fix}`
       : `OpenViking MCP authentication failed (HTTP ${f.status}${said}); ${source}. ${fix}`;
-    return [AUTH, message, { credentialSource: ctx.apiKeySource, credentialPath }];
   },
-  network: (f, url, ctx) => [
-    NETWORK,
+  network: (f, url, ctx) =>
     `OpenViking MCP request failed: cannot reach ${url} (${f.cause}). Check that the OpenViking server is ` +
     `running (openviking-server) and that the URL is right (it comes from ${urlSource(ctx)}). ${AGAIN}`,
-  ],
-  paused: (_f, url) => [
-    NETWORK,
+  paused: (_f, url) =>
     `OpenViking at ${url} left a recent search unanswered, so memory is paused and its tools wait until the ` +
     "server answers a search again (the next prompt asks it). `openviking-kimi status` says since when; " +
     "`openviking-kimi doctor` what to check.",
-  ],
-  timeout: (f, url) => [
-    NETWORK,
+  timeout: (f, url) =>
     `OpenViking at ${url} did not answer within ${seconds(f.ms)}. Check that the server is running and ` +
     `not overloaded (a stopped server takes the connection and never answers). ${AGAIN}`,
-  ],
-  stalled: (f, url) => [
-    NETWORK,
+  stalled: (f, url) =>
     `OpenViking at ${url} started its reply, then sent nothing for ${seconds(f.ms)}, so the proxy ` +
     "gave up on it. Retry the call; if it keeps happening, check the server's log and `openviking-kimi doctor`.",
-  ],
-  deadline: (f, url) => [
-    NETWORK,
+  deadline: (f, url) =>
     `OpenViking at ${url} did not finish its reply within ${seconds(f.ms)}, the proxy's limit for one ` +
     `request. Ask for less at once (fewer results, a narrower URI) or retry; if it keeps happening, check ` +
     `the server's log.`,
-  ],
-  cut: (f, url) => [
-    NETWORK,
+  cut: (f, url) =>
     `The connection to OpenViking at ${url} broke before the reply was complete (${f.cause}). ${RETRY}`,
-  ],
-  "too-large": (f) => [
-    TOO_LARGE,
+  "too-large": (f) =>
     (f.part === "stream"
       ? `OpenViking's reply stream passed ${mebibytes(f.limitBytes)} before the response arrived`
       : `OpenViking's reply was larger than ${mebibytes(f.limitBytes)}, the most the proxy reads of one ` +
         "reply") +
     "; the proxy stopped reading it and dropped it (the session goes on). Ask for less: fewer results (a " +
     "lower limit or node_limit), a narrower URI, or part of a file (offset and limit).",
-  ],
-  "too-deep": (f) => [
-    TOO_LARGE,
+  "too-deep": (f) =>
     `OpenViking's reply nests arrays and objects deeper than ${f.levels} levels, more than the proxy passes ` +
     `on; it was dropped (the session goes on). ${RETRY}`,
-  ],
-  redirect: (f, url, ctx) => [
-    HTTP,
+  redirect: (f, url, ctx) =>
     `OpenViking at ${url} redirected to ${f.location}, another origin; the proxy sends credentials only to ` +
     `the configured URL. If that is the right server, set it as the URL (${urlSource(ctx)}).`,
-  ],
   http: (f, url) => {
     const said = f.serverMessage ? `: ${f.serverMessage}` : "";
     const hint = f.status === 404 || f.status === 405
@@ -132,25 +120,22 @@ const WORDS: { [K in Kind]: Words<Extract<Failure, { kind: K }>> } = {
       : f.status >= 500
       ? " The server failed; check its log, then retry."
       : "";
-    return [HTTP, `OpenViking MCP upstream returned HTTP ${f.status}${said}.${hint}`];
+    return `OpenViking MCP upstream returned HTTP ${f.status}${said}.${hint}`;
   },
-  empty: (f) => [
-    EMPTY,
-    `OpenViking accepted the request (HTTP ${f.status}) but sent no response to it. ${RETRY}`,
-  ],
-  "bad-reply": (f, url) => [
-    HTTP,
+  empty: (f) => `OpenViking accepted the request (HTTP ${f.status}) but sent no response to it. ${RETRY}`,
+  "bad-reply": (f, url) =>
     `OpenViking sent a reply that is not JSON-RPC (HTTP ${f.status}). Check that ${url} is an MCP endpoint.`,
-  ],
 };
 
 /** The error answering a failed exchange; API keys and URL user info never appear in it. */
 export function failureError(id: RequestId, failure: Failure, ctx: ErrorContext): JSONRPCErrorResponse {
   const url = withoutUserinfo(ctx.mcpUrl);
-  const [code, message, more] = (WORDS[failure.kind as Kind] as Words<Failure>)(failure, url, ctx);
+  const kind = failure.kind as Kind;
+  const message = (WORDS[kind] as Words<Failure>)(failure, url, ctx);
   // The data: the failure's own fields (its kind first), the URL, and for a refused key where it came from.
+  const more = kind === "auth" ? { credentialSource: ctx.apiKeySource, credentialPath: keyFix(ctx)[2] } : {};
   return scrub(
-    { jsonrpc: "2.0", id, error: { code, message, data: { ...failure, ...more, url } } },
+    { jsonrpc: "2.0", id, error: { code: codeOf(kind), message, data: { ...failure, ...more, url } } },
     ctx.apiKey ? [ctx.apiKey] : [],
   ) as JSONRPCErrorResponse;
 }

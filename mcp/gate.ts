@@ -6,22 +6,13 @@ import { isRecord } from "../lib/parsed.ts";
 import { neutralize } from "../lib/neutralize.ts";
 import { redact } from "../lib/redact.ts";
 
-/** The deepest nesting of arrays and objects walked; no MCP message a client uses comes near it. */
-export const MAX_DEPTH = 256;
-
-/** What {@link mapStrings} returns for a value nested deeper than {@link MAX_DEPTH}. */
-export const TOO_DEEP = Symbol("too deep");
+/** The deepest nesting of arrays and objects walked (no MCP message a client uses comes near it), and past it. */
+export const [MAX_DEPTH, TOO_DEEP] = [256, Symbol("too deep")];
 
 /** How a walk maps strings: a string value (under `key`, in a container under `parent`), and a key. */
-export interface StringMap {
-  value(text: string, key: string, parent: string): string;
-  key?(text: string): string;
-}
+type StringMap = { value(text: string, key: string, parent: string): string; key?(text: string): string };
 
-/**
- * `value` with every string mapped, a copy (arrays and objects in their order); iterative, so no depth
- * overflows the stack; {@link TOO_DEEP} past `MAX_DEPTH`. An array's items count as under its key.
- */
+/** `value` copied with every string mapped (an array's items under its key), without recursion; past MAX_DEPTH, TOO_DEEP. */
 export function mapStrings(value: unknown, map: StringMap, key = "", parent = ""): unknown {
   type Slot = Record<string | number, unknown>;
   type Task = { from: unknown; to: Slot; at: string | number; key: string; parent: string; depth: number };
@@ -51,9 +42,8 @@ export function mapStrings(value: unknown, map: StringMap, key = "", parent = ""
 const BASE64 = /^[\w+/=\n-]*$/;
 
 /**
- * `message` neutralised for the client and the model: every string and key of its result, error or params
- * (`jsonrpc`, `method` and `id` are the protocol's). A tool list (`catalog`) keeps what calls must match as
- * it is: its keys (property names), each tool's `name` and each schema's `pattern`. `undefined`: too deep.
+ * `message`'s result, error or params neutralised, strings and keys; a tool list (`catalog`) keeps what calls
+ * must match: property names, each tool's `name`, each schema's `pattern`. `undefined`: too deep.
  */
 export function neutralized<T extends JSONRPCMessage>(message: T, catalog: boolean): T | undefined {
   const verbatim = (key: string, parent: string) =>
@@ -68,11 +58,8 @@ export function neutralized<T extends JSONRPCMessage>(message: T, catalog: boole
 }
 
 /**
- * A `tools/call` request whose string arguments are redacted like captured text (lib/redact.ts: `<private>`
- * spans out, then credentials; one `seen` set, so a secret found once is redacted wherever it recurs), so
- * no secret reaches OpenViking to be stored and recalled; so is every secret of `prints` (those the sessions'
- * captures found: the model may pass one on bare). Keys, numbers and the rest stay as they are.
- * `undefined`: nested too deep.
+ * A `tools/call` with its string arguments redacted like captured text (a secret found once hidden wherever it
+ * recurs), and every secret of `prints` (the sessions' captures found) too. `undefined`: nested too deep.
  */
 export function redactedCall(
   request: JSONRPCRequest,

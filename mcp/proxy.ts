@@ -1,4 +1,4 @@
-/** The stdio ↔ Streamable HTTP proxy over the MCP SDK's client transport: `handle` client messages in, `send` out. */
+/** The stdio ↔ Streamable HTTP proxy on the MCP SDK's client transport: `handle` client messages, `send` out. */
 
 // @ts-types="@modelcontextprotocol/sdk/client/streamableHttp"
 import {
@@ -19,11 +19,7 @@ import { type Failure, failureError } from "./errors.ts";
 import { readToolCache, validTools, writeToolCache } from "./tool-cache.ts";
 import { MAX_DEPTH, neutralized, redactedCall } from "./gate.ts";
 
-/**
- * The production bounds (decision 44). Time (ms): start-up methods, a whole request, a tool call's reply
- * without a byte, the client's start with a tool list cached. Bytes, as inflated: a JSON body or SSE event; a
- * stream.
- */
+/** The production bounds (decision 44): times in ms; bytes as inflated, of a JSON body or SSE event, a stream. */
 export const PROXY_LIMITS = {
   startupMs: 10_000,
   toolCallMs: 600_000,
@@ -32,13 +28,13 @@ export const PROXY_LIMITS = {
   replyBytes: 16 << 20,
   streamBytes: 64 << 20,
 };
-export type ProxyLimits = typeof PROXY_LIMITS;
+type ProxyLimits = typeof PROXY_LIMITS;
 
 /** The most read of a body only the server's words are needed from (error pages, redirects). */
 const ERROR_BODY_BYTES = 64 * 1024;
 
-/** The time limits of one exchange (ms): headers; a JSON or error body, an SSE stream without a byte; all. */
-export type Timing = { headersMs: number; bodyIdleMs: number; streamIdleMs: number; totalMs: number };
+/** One exchange's time limits (ms): headers; a body or SSE stream without a byte; all. */
+type Timing = { headersMs: number; bodyIdleMs: number; streamIdleMs: number; totalMs: number };
 
 /** The time limits of one exchange of `method` ("": a notification or a response). */
 export function exchangeTiming(method: string, timeoutMs: number, limits = PROXY_LIMITS): Timing {
@@ -55,10 +51,7 @@ export function exchangeTiming(method: string, timeoutMs: number, limits = PROXY
 }
 
 /** What the proxy goes by: the loaded configuration and the actor peer ("": none). */
-export interface ProxySettings {
-  config: Config;
-  peerId: string;
-}
+type ProxySettings = { config: Config; peerId: string };
 
 /** Protocol version sent before an initialize result told better (what OpenViking speaks). */
 const DEFAULT_PROTOCOL_VERSION = "2025-06-18";
@@ -88,7 +81,7 @@ export function networkCause(error: unknown): string {
 const idKey = (id: string | number) => `${typeof id}:${id}`;
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
-const sleep = (ms: number, signal: AbortSignal) => delay(ms, undefined, { signal }).catch(() => {});
+const sleep = (ms: number, signal?: AbortSignal) => delay(ms, undefined, { signal }).catch(() => {});
 
 /** Resolves once every task settled, or after `ms`. */
 async function settledWithin(tasks: Iterable<Promise<unknown>>, ms: number): Promise<void> {
@@ -97,53 +90,46 @@ async function settledWithin(tasks: Iterable<Promise<unknown>>, ms: number): Pro
   done.abort();
 }
 
-/** Options of the proxy. */
-export interface ProxyOptions {
+/**
+ * `reload`: the settings afresh (a refused key); `send`: one message to the client; `toolCache`: its file ("":
+ * none); `limits`: shorter bounds (tests); `paused`: the breaker is open; `prints`: the sessions' secret prints.
+ */
+export type ProxyOptions = {
   settings: ProxySettings;
-  /** The settings loaded afresh (after an authentication failure: a new key is used at once). */
   reload?: () => Promise<ProxySettings>;
-  /** Writes one message to the client. */
   send: (message: JSONRPCMessage) => Promise<void>;
   log: Logger;
-  /** The tool cache file ("": none). */
   toolCache: string;
-  /** Shorter bounds than production's (tests). */
   limits?: Partial<ProxyLimits>;
-  /** Whether OpenViking is known not to answer now (its recall breaker is open). */
   paused?: () => Promise<boolean>;
-  /** The prints of the secrets the sessions' captures found (lib/redact.ts `secretPrint`): hidden in tool calls. */
   prints?: () => Promise<ReadonlySet<string>>;
-}
+};
 
 /** What a request upstream came to: the server's response, or why there is none. */
 type Outcome = JSONRPCMessage | Failure;
 const failed = (out: Outcome): out is Failure => "kind" in out;
 
-/** A request sent upstream and waiting for its response; its fetch records what went wrong. */
-interface Pending {
+/** A request waiting for its response; its fetch records what went wrong (`failure`: a redirect not followed). */
+type Pending = {
   timing: Timing;
   signal: AbortSignal;
   settle(outcome: Outcome): void;
-  /** A redirect's failure, unless the transport follows it. */
   failure?: Failure;
   status?: number;
   sse?: boolean;
   sample?: string;
-}
+};
 
-/** A counting semaphore, first come first served; a waiter whose signal aborted gives its slot straight back. */
-class Slots {
-  private readonly waiting: (() => void)[] = [];
-  constructor(private free: number) {}
-
-  /** Resolves to the slot's release (to call once), or `undefined` when `signal` aborted first. */
-  async acquire(signal: AbortSignal): Promise<(() => void) | undefined> {
-    if (this.free > 0) this.free--;
-    else await new Promise<void>((grant) => this.waiting.push(grant));
-    const release = () => void (this.waiting.length ? this.waiting.shift()!() : this.free++);
+/** `free` slots, first come first served: a slot's release, or `undefined` (its slot given back) once aborted. */
+function slots(free: number) {
+  const waiting: (() => void)[] = [];
+  return async (signal: AbortSignal): Promise<(() => void) | undefined> => {
+    if (free > 0) free--;
+    else await new Promise<void>((grant) => waiting.push(grant));
+    const release = () => void (waiting.length ? waiting.shift()!() : free++);
     if (!signal.aborted) return release;
     release();
-  }
+  };
 }
 
 /** Fails `entry`'s request with `failure`; the error to throw through the transport. */
@@ -164,12 +150,12 @@ export class Proxy {
   private readonly pending = new Map<string, Pending>();
   private readonly inFlight = new Map<string, { controller: AbortController; sent: boolean }>();
   private readonly tasks = new Set<Promise<unknown>>();
-  private readonly toolSlots = new Slots(16);
-  private readonly otherSlots = new Slots(8);
+  private readonly toolSlots = slots(16);
+  private readonly otherSlots = slots(8);
   private readonly limits: ProxyLimits;
   /** Settles when every notification so far went upstream. */
   private barrier: Promise<void> = Promise.resolve();
-  /** Params of the client's initialize, to initialise the server again. */
+  /** The client's initialize params, to initialise the server again; the server's answer to ours. */
   private clientInit: Record<string, unknown> | undefined;
   private initReply: JSONRPCMessage | undefined;
   private ready = false;
@@ -178,10 +164,9 @@ export class Proxy {
   private generation = 0;
   private inits = 0;
   private servedCatalog = false;
-  /** Whether the proxy's initialize goes on after the client's was answered without it (offline). */
+  /** The proxy's initialize goes on after the client's was answered without it (offline). */
   private startingOffline = false;
-  /** Aborted at shutdown. */
-  readonly stopped = new AbortController();
+  private readonly stopped = new AbortController();
 
   constructor(private readonly options: ProxyOptions) {
     this.settings = options.settings;
@@ -247,6 +232,8 @@ export class Proxy {
       for (const s of giveUp) s.removeEventListener("abort", abort);
     }
     const { status, statusText } = response;
+    const reply = (body: BodyInit | null) =>
+      new Response(body, { status, statusText, headers: response.headers });
     if (entry) entry.status = status;
     if (!response.ok) {
       const [idleMs, signal] = [timing.bodyIdleMs, init.signal ?? undefined];
@@ -255,10 +242,9 @@ export class Proxy {
       if (status < 300 || status >= 400) throw refuse(entry, failure);
       // A redirect the transport follows within the origin; the failure stands if it does not.
       if (entry) entry.failure = failure;
-      return new Response(null, { status, statusText, headers: response.headers });
+      return reply(null);
     }
     if (!response.body) return response;
-    const reply = (body: BodyInit) => new Response(body, { status, statusText, headers: response.headers });
     const sse = /^\s*text\/event-stream\s*(;|$)/i.test(response.headers.get("content-type") ?? "");
     if (entry) entry.sse = sse;
     if (sse) return reply(this.bounded(response.body, timing, entry, giveUp));
@@ -411,8 +397,7 @@ export class Proxy {
 
   private ensureReady(): Promise<Failure | undefined> {
     if (!this.clientInit || this.ready) return Promise.resolve(undefined);
-    this.initializing ??= this.reinitialize().finally(() => this.initializing = undefined);
-    return this.initializing;
+    return this.initializing ??= this.reinitialize().finally(() => this.initializing = undefined);
   }
 
   /** The proxy's own initialize (the client's params) + initialized; `initReply` keeps the server's answer. */
@@ -428,7 +413,7 @@ export class Proxy {
       const said = "error" in out ? out.error.message : "";
       return { kind: "http", status: 200, serverMessage: `initialize refused: ${said}` };
     }
-    this.adopt(out.result);
+    this.adopt(out.result.protocolVersion);
     await this.http.send({ jsonrpc: "2.0", method: "notifications/initialized" }).catch(() => {});
     this.ready = true;
     if (this.servedCatalog) {
@@ -438,8 +423,7 @@ export class Proxy {
     return undefined;
   }
 
-  private adopt(result: unknown): void {
-    const version = isRecord(result) ? result.protocolVersion : undefined;
+  private adopt(version: unknown): void {
     this.protocolVersion = typeof version === "string" ? version : DEFAULT_PROTOCOL_VERSION;
     this.http.setProtocolVersion(this.protocolVersion);
   }
@@ -485,7 +469,7 @@ export class Proxy {
     this.inFlight.set(key, entry);
     const barrier = this.barrier;
     const slots = request.method === "tools/call" ? this.toolSlots : this.otherSlots;
-    const release = await slots.acquire(signal);
+    const release = await slots(signal);
     try {
       if (!release) return;
       await barrier;
@@ -556,8 +540,7 @@ export class Proxy {
   /** The client's initialize: the server's answer to the proxy's own, or answered here when there is none. */
   private async initialize(request: JSONRPCRequest): Promise<void> {
     [this.clientInit, this.ready, this.initReply] = [{ ...request.params }, false, undefined];
-    const generation = this.generation;
-    const at = Date.now();
+    const [generation, at] = [this.generation, Date.now()];
     const starting = await this.paused() ? undefined : this.ensureReady();
     // With the recall breaker open, answered here at once.
     let failure = starting ? await this.startup(starting, at) : { kind: "timeout" as const, ms: 0 };
@@ -572,7 +555,7 @@ export class Proxy {
     this.startingOffline = starting !== undefined;
     const version = offlineProtocolVersion(request.params?.protocolVersion);
     this.clientInit.protocolVersion = version;
-    this.adopt({ protocolVersion: version });
+    this.adopt(version);
     // Answered before the server did: a session it makes later in another version than the client was
     // given is made again in that one.
     void starting?.then(() => {
@@ -624,9 +607,7 @@ export class Proxy {
     if (!("result" in response) || !Array.isArray(response.result.tools)) return response;
     const whole = request.params?.cursor === undefined && response.result.nextCursor === undefined;
     const tools = whole ? validTools(response.result.tools) : undefined;
-    if (tools) {
-      void this.track(writeToolCache(this.options.toolCache, this.settings.config.mcpUrl, tools));
-    }
+    if (tools) void this.track(writeToolCache(this.options.toolCache, this.settings.config.mcpUrl, tools));
     const offered = offeredTools(response.result.tools, this.settings.config.mcpTools);
     return { ...response, result: { ...response.result, tools: offered } };
   }
@@ -646,9 +627,9 @@ export class Proxy {
     // The proxy sends its own after its initialize.
     if ("method" in message && message.method === "notifications/initialized") return;
     await this.ensureReady();
-    const logged = (error: unknown) =>
-      this.options.log.stage("forward-failed", { error: networkCause(error) });
-    await this.http.send(message).catch(logged);
+    await this.http.send(message).catch((e) =>
+      this.options.log.stage("forward-failed", { error: networkCause(e) })
+    );
   }
 
   /** Lets requests finish for up to `graceMs`, aborts the rest and closes the transport; bounded. */

@@ -16,15 +16,11 @@ const ToolsSchema = z.array(z.looseObject({
 const CacheSchema = z.object({ mcpUrl: z.string(), savedAt: z.string(), tools: ToolsSchema });
 
 /** Path of the cache file; "" without a home (then nothing is cached). */
-export function toolCachePath(env: Env): string {
-  return orNoHome(() => mcpToolCachePath(env)) ?? "";
-}
+export const toolCachePath = (env: Env): string => orNoHome(() => mcpToolCachePath(env)) ?? "";
 
 /** A `tools/list` result's tools when they are a usable, non-empty list. */
-export function validTools(value: unknown): ToolDefinition[] | undefined {
-  const parsed = ToolsSchema.safeParse(value);
-  return parsed.success ? parsed.data as ToolDefinition[] : undefined;
-}
+export const validTools = (value: unknown) =>
+  ToolsSchema.safeParse(value).data as ToolDefinition[] | undefined;
 
 /** The cached tools for `mcpUrl`; `undefined` when there are none (or the file is unreadable or too deep). */
 export async function readToolCache(path: string, mcpUrl: string): Promise<ToolDefinition[] | undefined> {
@@ -41,8 +37,7 @@ export async function writeToolCache(
   mcpUrl: string,
   tools: ToolDefinition[],
 ): Promise<boolean> {
-  const current = await readToolCache(path, mcpUrl);
-  if (!path || JSON.stringify(current) === JSON.stringify(tools)) return false;
+  if (!path || JSON.stringify(await readToolCache(path, mcpUrl)) === JSON.stringify(tools)) return false;
   const body = { mcpUrl, savedAt: new Date().toISOString(), tools };
   return await writeFileAtomic(path, `${JSON.stringify(body)}\n`).then(() => true, () => false);
 }
