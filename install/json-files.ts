@@ -36,12 +36,7 @@ function treeOf(text: string): Node | undefined {
 }
 
 /** How JSON we write is laid out: on one line (`indent` undefined), or a member per line. */
-interface Layout {
-  indent?: string;
-  eol: string;
-  colon: string;
-  comma: string;
-}
+type Layout = { indent?: string; eol: string; colon: string; comma: string };
 
 /** `value` in `layout`; continuation lines start with `base` (JSON.stringify breaks lines only between members). */
 function render(value: unknown, layout: Layout, base = ""): string {
@@ -72,9 +67,12 @@ function colonOf(text: string, prop: Node | undefined): string {
 }
 
 /** A member per line, indented like the first indented line of `text`. */
-function lines(text: string, eol: string, colon: string): Layout {
-  return { indent: /\n([ \t]+)\S/.exec(text)?.[1] ?? "  ", eol, colon, comma: "," };
-}
+const lines = (text: string, eol: string, colon: string): Layout => ({
+  indent: /\n([ \t]+)\S/.exec(text)?.[1] ?? "  ",
+  eol,
+  colon,
+  comma: ",",
+});
 
 /** One line, spaced like `colon`. */
 const oneLine = (colon: string, comma = colon.endsWith(" ") ? ", " : ","): Layout => ({
@@ -200,11 +198,8 @@ function loadMcp(current: string | undefined): Result<{ text: string; entry: unk
 function redactEntry(entry: unknown): unknown {
   if (!isRecord(entry)) return entry;
   const hide = (v: unknown) => (isRecord(v) ? Object.fromEntries(Object.keys(v).map((n) => [n, "…"])) : v);
-  return {
-    ...entry,
-    ...("env" in entry ? { env: hide(entry.env) } : {}),
-    ...("headers" in entry ? { headers: hide(entry.headers) } : {}),
-  };
+  const hidden = ["env", "headers"].filter((k) => k in entry).map((k) => [k, hide(entry[k])]);
+  return { ...entry, ...Object.fromEntries(hidden) };
 }
 
 /** Plans our entry in mcp.json; an entry someone else wrote is replaced only with `replaceOthers`. */
@@ -252,15 +247,12 @@ export function planMcpUninstall(current: string | undefined): EditPlan {
 }
 
 const RecordSchema = z.looseObject({ id: z.string(), root: z.optional(z.string()) });
-const RegistrySchema = z.looseObject({ version: z.literal(1), plugins: z.array(RecordSchema) });
-
 /** Kimi's plugin registry, `{version: 1, plugins: [...]}`. */
-export type Registry = z.infer<typeof RegistrySchema>;
-/** A record of the registry. */
-export type RegistryRecord = z.infer<typeof RecordSchema>;
+const RegistrySchema = z.looseObject({ version: z.literal(1), plugins: z.array(RecordSchema) });
+type RegistryRecord = z.infer<typeof RecordSchema>;
 
 /** The registry in `text` (absent or blank: empty), or why Kimi cannot read it either. */
-export function parseRegistry(text: string | undefined): Result<{ value: Registry }> {
+export function parseRegistry(text: string | undefined): Result<{ value: z.infer<typeof RegistrySchema> }> {
   if (text === undefined || text.trim() === "") return { ok: true, value: { version: 1, plugins: [] } };
   const parsed = parseJson(text);
   const checked = parsed.ok ? RegistrySchema.safeParse(parsed.value) : undefined;
@@ -278,12 +270,12 @@ export function parseRegistry(text: string | undefined): Result<{ value: Registr
 }
 
 /** The `openviking-memory` record of a registry (ours or OpenViking's), if any. */
-export function findRecord(registry: Registry): RegistryRecord | undefined {
+export function findRecord(registry: z.infer<typeof RegistrySchema>): RegistryRecord | undefined {
   return registry.plugins.find((p) => p.id.toLowerCase() === PLUGIN_ID);
 }
 
 /** A planned registry change. */
-export type RegistryPlan = Edit<{ previous: RegistryRecord | undefined }>;
+type RegistryPlan = Edit<{ previous: RegistryRecord | undefined }>;
 
 /** The registry install creates when there is none, without our record: uninstall deletes it again. */
 const CREATED_REGISTRY = '{\n  "version": 1,\n  "plugins": []\n}\n';
