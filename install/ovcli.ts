@@ -154,12 +154,11 @@ export function planOvcli(
 }
 
 /** Replaces the values of secret-looking JSON fields (`api_key`, `*token*`, `*secret*`) with asterisks. */
-export function maskSecrets(text: string): string {
-  return text.replace(
-    /("(?:[A-Za-z_]*(?:api_?key|token|secret|password)[A-Za-z_]*)"\s*:\s*)"(?:[^"\\]|\\.)*"/gi,
+export const maskSecrets = (text: string): string =>
+  text.replace(
+    /("[A-Za-z_]*(?:api_?key|token|secret|password)[A-Za-z_]*"\s*:\s*)"(?:[^"\\]|\\.)*"/gi,
     '$1"********"',
   );
-}
 
 /** The address the credential files give now and the key saved for it ("" = none), the environment aside. */
 export async function savedConnection(env: Env): Promise<{ url: string; apiKey: string }> {
@@ -215,13 +214,8 @@ export async function chooseApiKey(flags: KeyFlags, io: KeyIo): Promise<KeyChoic
       return answered(await ask(io, where, "to cancel"), enter);
     }
     const key = new TextDecoder().decode(await io.readStdin()).split(/\r?\n/)[0].trim();
-    if (!key) {
-      return {
-        ok: false,
-        error: "--api-key-stdin: nothing came on stdin; pipe the key in, e.g. `< keyfile`",
-      };
-    }
-    return { ok: true, apiKey: key, from: "stdin" };
+    const none = "--api-key-stdin: nothing came on stdin; pipe the key in, e.g. `< keyfile`";
+    return key ? { ok: true, apiKey: key, from: "stdin" } : { ok: false, error: none };
   }
   const fromEnv = io.env.OPENVIKING_API_KEY?.trim();
   if (fromEnv) return { ok: true, apiKey: fromEnv, from: "OPENVIKING_API_KEY" };
