@@ -134,7 +134,7 @@ function remove(text: string, parent: Node, index: number): string {
  * `text` with the value at `path` set to `value` (undefined: removed), every other byte kept; a missing
  * object on the way is made, an array index past the end appends: `editJson('{"a": 1}', ["b"], 2)`.
  */
-export function editJson(text: string, path: (string | number)[], value: unknown): string {
+function editJson(text: string, path: (string | number)[], value: unknown): string {
   const root = treeOf(text);
   if (!root || path.length === 0) throw new Error("not a JSON document");
   const parent = findNodeAtLocation(root, path.slice(0, -1));

@@ -470,7 +470,7 @@ export async function sweepStep(
 }
 
 /** What a launcher needs to know: the copy's directory, the Deno install used, the production flags, the source checkout. */
-export interface LauncherSpec {
+interface LauncherSpec {
   dir: string;
   deno: string;
   flags: readonly string[];

@@ -130,7 +130,7 @@ export function pathCommand(env: Env, os: OsFamily): string | undefined {
 }
 
 /** What is at the PATH command's place: nothing, our link (and where it points), or something not ours. */
-export type CommandAt = { kind: "absent" } | { kind: "ours"; target: string } | { kind: "other" };
+type CommandAt = { kind: "absent" } | { kind: "ours"; target: string } | { kind: "other" };
 
 /** What is at `path`: our link is a symlink into our integration directory (whether or not it dangles). */
 export async function commandAt(path: string, env: Env): Promise<CommandAt> {
