@@ -165,6 +165,9 @@ function editJson(text: string, path: (string | number)[], value: unknown): stri
 /** The file install creates when there is none, without our entry: uninstall deletes it again. */
 const CREATED_EMPTY = '{\n  "mcpServers": {}\n}\n';
 
+const named = (node: Node | undefined, key: string) =>
+  (node?.children ?? []).filter((p) => p.children?.[0]?.value === key);
+
 const refuse = (what: string): Refusal => ({ ok: false, error: `mcp.json ${what}; nothing was changed.` });
 
 /** mcp.json read: its text ("" when blank or absent) and the entry under our name; or why it cannot be edited. */
@@ -179,8 +182,6 @@ function loadMcp(current: string | undefined): Result<{ text: string; entry: unk
   if (!root || root.type !== "object" || (servers !== undefined && !isRecord(servers))) {
     return refuse('must be an object whose "mcpServers" is an object. Fix it and run again');
   }
-  const named = (node: Node | undefined, key: string) =>
-    (node?.children ?? []).filter((p) => p.children?.[0]?.value === key);
   if (named(root, "mcpServers").length > 1) {
     return refuse('has "mcpServers" more than once. Keep one and run again');
   }
@@ -257,8 +258,7 @@ export function parseRegistry(text: string | undefined): Result<{ value: z.infer
   const parsed = parseJson(text);
   const checked = parsed.ok ? RegistrySchema.safeParse(parsed.value) : undefined;
   const root = treeOf(text);
-  const twice = (root?.children ?? []).filter((p) => p.children?.[0]?.value === "plugins").length > 1;
-  if (checked?.success && root && !twice) return { ok: true, value: checked.data };
+  if (checked?.success && root && named(root, "plugins").length < 2) return { ok: true, value: checked.data };
   return {
     ok: false,
     error:
