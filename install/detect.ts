@@ -9,11 +9,9 @@ import {
   isOurHookCommand,
   isUpstreamHookCommand,
   MCP_SERVER_NAME,
-  type McpOwner,
 } from "./spec.ts";
 import {
   blockInfo,
-  type BlockOwner,
   findBlocks,
   type FoundHook,
   hooksOf,
@@ -21,7 +19,7 @@ import {
   parseToml,
   removeBlocks,
 } from "./toml-block.ts";
-import { findRecord, parseJson, parseRegistry, type RegistryRecord } from "./json-files.ts";
+import { findRecord, parseJson, parseRegistry } from "./json-files.ts";
 import { readText } from "./transaction.ts";
 
 /** The Kimi home a command works on: `--kimi-home` (`~` expanded, relative to `cwd`), `$KIMI_CODE_HOME`, `~/.kimi-code`. */
@@ -30,99 +28,70 @@ export function kimiHomeFor(env: Env, explicit: string | undefined, cwd: string)
   return isAbsolutePath(home) ? home : joinPath(cwd, home);
 }
 
-/** The `openviking-memory` plugin record and what its manifest says. */
-export interface PluginState {
-  record: RegistryRecord;
-  enabled: boolean;
-  root: string;
-  owner: "ours" | "upstream" | "other" | "missing";
-  manifest?: Record<string, unknown>;
-  /** Whether the record disabled our MCP server (`capabilities.mcpServers.openviking.enabled === false`). */
-  mcpDisabled: boolean;
-}
-
 /** Everything registered in a Kimi home. */
-export interface KimiState {
-  paths: { home: string; config: string; mcp: string; registry: string; managedDir: string };
-  homeExists: boolean;
-  configText?: string;
-  configError?: string;
-  blocks: { owner: BlockOwner; entries: Record<string, unknown>[] }[];
-  /** Our hook entries outside the block (Kimi rewrote config.toml, say). */
-  strayHooks: FoundHook[];
-  /** Hook entries of OpenViking's own Node plugin outside any block. */
-  upstreamHooks: FoundHook[];
-  /** Hook entries Kimi rejects (which make it drop every hook). */
-  invalidHookKeys: string[];
-  configHooks: FoundHook[];
-  mcpText?: string;
-  mcpError?: string;
-  mcpOwner: McpOwner;
-  registryText?: string;
-  registryError?: string;
-  plugin?: PluginState;
-  /** Why a file could not be read (a directory in its place, not UTF-8, no permission): nothing may be written. */
-  unreadable: string[];
-}
+export type KimiState = Awaited<ReturnType<typeof readKimiState>>;
 
-/** Reads and classifies every registration in the Kimi home `home`. */
-export async function readKimiState(home: string): Promise<KimiState> {
-  const state: KimiState = {
-    paths: {
-      home,
-      config: joinPath(home, "config.toml"),
-      mcp: joinPath(home, "mcp.json"),
-      registry: joinPath(home, "plugins", "installed.json"),
-      managedDir: joinPath(home, "plugins", "managed"),
-    },
-    homeExists: await Deno.stat(home).then((s) => s.isDirectory, () => false),
-    blocks: [],
-    strayHooks: [],
-    upstreamHooks: [],
-    invalidHookKeys: [],
-    configHooks: [],
-    mcpOwner: "absent",
-    unreadable: [],
+/**
+ * Reads and classifies every registration in the Kimi home `home`: our blocks, our hooks outside them
+ * (`strayHooks`) and OpenViking's own (`upstreamHooks`), hooks with keys Kimi rejects, who wrote the MCP entry,
+ * the `openviking-memory` record and its manifest; `unreadable`: why a file could not be read (nothing may be
+ * written then).
+ */
+export async function readKimiState(home: string) {
+  const paths = {
+    home,
+    config: joinPath(home, "config.toml"),
+    mcp: joinPath(home, "mcp.json"),
+    registry: joinPath(home, "plugins", "installed.json"),
+    managedDir: joinPath(home, "plugins", "managed"),
   };
+  const unreadable: string[] = [];
   const read = async (path: string) => {
     const r = await readText(path);
     if (r.ok) return { text: r.text };
-    state.unreadable.push(r.error);
-    return { error: `cannot be read: ${r.reason}` };
+    unreadable.push(r.error);
+    return { text: undefined, error: `cannot be read: ${r.reason}` };
   };
-
-  ({ text: state.configText, error: state.configError } = await read(state.paths.config));
-  if (state.configText !== undefined) {
-    const parsed = parseToml(state.configText);
-    const found = findBlocks(state.configText);
-    if (!parsed.ok) state.configError = parsed.error;
-    else if ("error" in found) state.configError = found.error;
+  const config = await read(paths.config);
+  let configError = config.error;
+  const hooks = {
+    blocks: [] as ReturnType<typeof blockInfo>[],
+    configHooks: [] as FoundHook[],
+    strayHooks: [] as FoundHook[],
+    upstreamHooks: [] as FoundHook[],
+    invalidHookKeys: [] as string[],
+  };
+  if (config.text !== undefined) {
+    const parsed = parseToml(config.text);
+    const found = findBlocks(config.text);
+    if (!parsed.ok) configError = parsed.error;
+    else if ("error" in found) configError = found.error;
     else {
-      state.blocks = found.blocks.map(blockInfo);
-      state.configHooks = hooksOf(parsed.value);
-      state.invalidHookKeys = invalidHookKeys(parsed.value);
-      const outside = parseToml(removeBlocks(state.configText));
+      const outside = parseToml(removeBlocks(config.text));
       const loose = outside.ok ? hooksOf(outside.value) : [];
-      state.strayHooks = loose.filter((h) => isOurHookCommand(h.command));
-      state.upstreamHooks = loose.filter((h) => isUpstreamHookCommand(h.command));
+      Object.assign(hooks, {
+        blocks: found.blocks.map(blockInfo),
+        configHooks: hooksOf(parsed.value),
+        invalidHookKeys: invalidHookKeys(parsed.value),
+        strayHooks: loose.filter((h) => isOurHookCommand(h.command)),
+        upstreamHooks: loose.filter((h) => isUpstreamHookCommand(h.command)),
+      });
     }
   }
-
-  ({ text: state.mcpText, error: state.mcpError } = await read(state.paths.mcp));
-  if (state.mcpText?.trim()) {
-    const parsed = parseJson(state.mcpText);
-    if (!parsed.ok || !isRecord(parsed.value)) {
-      state.mcpError = parsed.ok ? "not a JSON object" : parsed.error;
-    } else {state.mcpOwner = classifyMcpEntry(
-        isRecord(parsed.value.mcpServers) ? parsed.value.mcpServers[MCP_SERVER_NAME] : undefined,
-      );}
+  const mcp = await read(paths.mcp);
+  let [mcpError, mcpOwner] = [mcp.error, classifyMcpEntry(undefined)];
+  if (mcp.text?.trim()) {
+    const parsed = parseJson(mcp.text);
+    if (!parsed.ok || !isRecord(parsed.value)) mcpError = parsed.ok ? "not a JSON object" : parsed.error;
+    else {
+      const servers = parsed.value.mcpServers;
+      mcpOwner = classifyMcpEntry(isRecord(servers) ? servers[MCP_SERVER_NAME] : undefined);
+    }
   }
-
-  const registry = await read(state.paths.registry);
-  state.registryText = registry.text;
+  const registry = await read(paths.registry);
   const parsed = parseRegistry(registry.text);
-  state.registryError = registry.error ?? (parsed.ok ? undefined : parsed.error);
   const record = parsed.ok && !registry.error ? findRecord(parsed.value) : undefined;
+  let plugin;
   if (record) {
     const root = typeof record.root === "string" ? record.root : "";
     let manifest: Record<string, unknown> | undefined;
@@ -136,14 +105,25 @@ export async function readKimiState(home: string): Promise<KimiState> {
     const caps = isRecord(record.capabilities) && isRecord(record.capabilities.mcpServers)
       ? record.capabilities.mcpServers
       : {};
-    state.plugin = {
-      record,
-      root,
-      enabled: record.enabled !== false,
-      owner: manifest ? classifyManifest(manifest) : "missing",
-      manifest,
-      mcpDisabled: isRecord(caps[MCP_SERVER_NAME]) && caps[MCP_SERVER_NAME].enabled === false,
-    };
+    const owner: ReturnType<typeof classifyManifest> | "missing" = manifest
+      ? classifyManifest(manifest)
+      : "missing";
+    // `mcpDisabled`: the record disabled our MCP server (`capabilities.mcpServers.openviking.enabled === false`).
+    const mcpDisabled = isRecord(caps[MCP_SERVER_NAME]) && caps[MCP_SERVER_NAME].enabled === false;
+    plugin = { record, root, enabled: record.enabled !== false, owner, manifest, mcpDisabled };
   }
-  return state;
+  return {
+    paths,
+    homeExists: await Deno.stat(home).then((s) => s.isDirectory, () => false),
+    configText: config.text,
+    configError,
+    ...hooks,
+    mcpText: mcp.text,
+    mcpError,
+    mcpOwner,
+    registryText: registry.text,
+    registryError: registry.error ?? (parsed.ok ? undefined : parsed.error),
+    plugin,
+    unreadable,
+  };
 }

@@ -1,8 +1,7 @@
 /**
- * `install` (connection settings, the program, the mode's registrations) and `uninstall [--purge]` (what
- * install added; with `--purge` what that home and, once no other home needs them, every home shares); what
- * each mode writes into a Kimi home (config mode's block, `mcp.json` entry and skill; plugin mode's directory
- * under `plugins/managed` and its registry record) and the one planner per mode that takes it out again.
+ * `install` and `uninstall [--purge]`: what each mode writes into a Kimi home (config mode's block, `mcp.json`
+ * entry and skill; plugin mode's directory under `plugins/managed` and its registry record), the one planner per
+ * mode taking it out again, and what a purge removes of the home and, at the last, of what every home shares.
  */
 
 import { serverChecks } from "./check.ts";
@@ -32,7 +31,6 @@ import {
 } from "./spec.ts";
 import { keyToSave, planOvcli, savedConnection } from "./ovcli.ts";
 import {
-  hooksRun,
   installedHomes,
   madeDirList,
   madeDirsFile,
@@ -54,7 +52,7 @@ import {
   type FileChange,
   fileStep,
   type InstallOptions,
-  newPlan,
+  type Note,
   type Plan,
   planFile,
   readText,
@@ -99,39 +97,43 @@ import {
   REJECTED_SUBDIR,
 } from "../openviking/queue.ts";
 
-/** Which of Kimi's files: `config.toml`, `mcp.json` or `plugins/installed.json`. */
-type KimiFile = "config" | "mcp" | "registry";
+const read = (path: string) => readTextIfExists(path).catch(() => undefined);
+const exists = (path: string) => Deno.lstat(path).then(() => true, () => false);
+const entriesOf = (dir: string) =>
+  Array.fromAsync(Deno.readDir(dir), (e) => e.name).catch(() => [] as string[]);
+/** A path with `/` separators and no trailing one, to compare two that name one directory. */
+const norm = (p: string) => p.replaceAll("\\", "/").replace(/\/+$/, "");
+const pluginRoot = (state: KimiState) => joinPath(state.paths.managedDir, PLUGIN_ID);
+const hooksRun = (command: string): Note => (p) => `Hooks ${p ? "would run" : "run"}: ${command}`;
 
-/** One of Kimi's three files of a home: its path, its text as read, and the planner taking our part out of a text. */
-function kimiFile(state: KimiState, file: KimiFile) {
+/** Kimi's three files of a home: path, text as read, and the planner taking our part out of a text. */
+function kimiFiles(state: KimiState) {
   const { config, mcp, registry } = state.paths;
   return {
     config: { path: config, text: state.configText, out: planConfigUninstall },
     mcp: { path: mcp, text: state.mcpText, out: planMcpUninstall },
     registry: { path: registry, text: state.registryText, out: planRegistryUninstall },
-  }[file];
+  };
 }
+type KimiFile = keyof ReturnType<typeof kimiFiles>;
 
 /** Whether registry `text` holds the record install writes (rooted in Kimi's managed place), not just our id. */
 function installsRecord(state: KimiState, text: string | undefined): boolean {
   const registry = parseRegistry(text);
   const root = registry.ok ? findRecord(registry.value)?.root : undefined;
-  return root !== undefined && norm(root) === norm(joinPath(state.paths.managedDir, PLUGIN_ID));
+  return root !== undefined && norm(root) === norm(pluginRoot(state));
 }
 
-/**
- * Plans a change of one of Kimi's three files, keeping a `.bak` unless all of it was ours (the registry's
- * `openviking-memory` record only when proven ours: our manifest, where install puts it).
- */
+/** Plans a change of one of Kimi's files, keeping a `.bak` unless all of it was ours (the registry: proven ours). */
 function planKimiFile(plan: Plan, state: KimiState, file: KimiFile, after: string | undefined, what: string) {
-  const { path, text, out } = kimiFile(state, file);
+  const { path, text, out } = kimiFiles(state)[file];
   const left = text === undefined ? undefined : out(text);
   const ours = left?.ok && left.changed && left.after === undefined &&
     (file !== "registry" || (state.plugin?.owner === "ours" && installsRecord(state, text)));
   planFile(plan, path, text, after, what, ours ? "none" : "bak");
 }
 
-/** Plans config mode out: our block and `mcp.json` entry. */
+/** Plans config mode out: our block and `mcp.json` entry (`switching`: to plugin mode, refusing stray hooks). */
 function planConfigOut(state: KimiState, plan: Plan, switching: boolean): string | undefined {
   const cfg = planConfigUninstall(state.configText);
   if (!cfg.ok) return cfg.error;
@@ -147,20 +149,19 @@ function planConfigOut(state: KimiState, plan: Plan, switching: boolean): string
       }); delete those [[hooks]] tables by hand.`,
     );
   }
-  const [hooks, server] = switching
-    ? [
-      "config-mode hooks removed (switching to plugin mode)",
-      "config-mode MCP entry removed (the plugin declares it)",
-    ]
-    : ["hooks removed", 'MCP server "openviking" removed'];
-  if (cfg.changed) planKimiFile(plan, state, "config", cfg.after, hooks);
-  if (mcp.changed) planKimiFile(plan, state, "mcp", mcp.after, server);
+  if (cfg.changed) {
+    const what = switching ? "config-mode hooks removed (switching to plugin mode)" : "hooks removed";
+    planKimiFile(plan, state, "config", cfg.after, what);
+  }
+  if (mcp.changed) {
+    const what = switching
+      ? "config-mode MCP entry removed (the plugin declares it)"
+      : 'MCP server "openviking" removed';
+    planKimiFile(plan, state, "mcp", mcp.after, what);
+  }
   plan.notes.push(...[...cfg.warnings, ...mcp.warnings].map((w) => `Note: ${w}`));
   return undefined;
 }
-
-/** A path with `/` separators and no trailing one, to compare two that name one directory. */
-const norm = (p: string) => p.replaceAll("\\", "/").replace(/\/+$/, "");
 
 /** Plans plugin mode out: our record; switching, our plugin directory (only in Kimi's managed place). */
 function planPluginOut(state: KimiState, plan: Plan, switching: boolean): string | undefined {
@@ -174,7 +175,7 @@ function planPluginOut(state: KimiState, plan: Plan, switching: boolean): string
       ? "plugin-mode registration removed (switching to config mode)"
       : `plugin "${PLUGIN_ID}" unregistered`;
     planKimiFile(plan, state, "registry", reg.after, what);
-    const root = joinPath(state.paths.managedDir, PLUGIN_ID);
+    const root = pluginRoot(state);
     if (switching && plugin.owner === "ours" && norm(plugin.root) === norm(root)) {
       plan.steps.push(
         removalStep(root, `delete the plugin directory ${root}`, `plugin directory removed: ${root}`),
@@ -196,43 +197,37 @@ async function pluginInPlace(root: string, files: TreeFile[]): Promise<boolean> 
     if (mode === null || (mode !== undefined && Deno.build.os !== "windows" && (mode & 0o777) !== f.mode)) {
       return false;
     }
-    if (typeof f.content === "object" && "copyFrom" in f.content) {
-      if (!(await sameBytes(path, f.content.copyFrom))) return false;
-      continue;
-    }
-    const now = await readTextIfExists(path).catch(() => undefined);
-    // The hooks rewrite the system prompt with the user's profile: it is in place when it is there.
-    if (now === undefined || (f.path !== SYSTEM_PROMPT_FILE && now !== f.content)) return false;
+    const same = typeof f.content === "object" && "copyFrom" in f.content
+      ? await sameBytes(path, f.content.copyFrom)
+      // The hooks rewrite the system prompt with the user's profile: it is in place when it is there.
+      : await read(path).then((now) =>
+        now !== undefined && (f.path === SYSTEM_PROMPT_FILE || now === f.content)
+      );
+    if (!same) return false;
   }
   return true;
 }
 
 /** Plans plugin mode: config mode out, the plugin directory placed whole (unless in place), its record. */
-async function planPluginMode(
-  ctx: Context,
-  state: KimiState,
-  program: Program,
-  plan: Plan,
-): Promise<string | undefined> {
+async function planPluginMode(ctx: Context, state: KimiState, program: Program, plan: Plan) {
   if (state.registryError) return state.registryError;
   const leave = planConfigOut(state, plan, true);
   if (leave) return leave;
   await planConfigSkillRemoval(state, plan, await madeDirList(ctx.env));
-  const root = joinPath(state.paths.managedDir, PLUGIN_ID);
+  const root = pluginRoot(state);
   const manifest = joinPath(root, "kimi.plugin.json");
+  const text = manifestText(ctx.os);
   const files = [
-    { path: "kimi.plugin.json", content: manifestText(ctx.os), mode: 0o600 },
+    { path: "kimi.plugin.json", content: text, mode: 0o600 },
     ...pluginMemoryFiles(),
     program.pluginBin,
   ];
   const placing = state.plugin?.owner !== "ours" || !(await pluginInPlace(root, files));
   if (placing) {
-    const theirs = state.plugin?.owner === "other";
     const stamp = ctx.now.toISOString().replace(/[:.]/g, "-");
-    const keepAs = theirs && (await Deno.lstat(root).then(() => true, () => false))
+    const keepAs = state.plugin?.owner === "other" && (await exists(root))
       ? `${root}.replaced-${stamp}`
       : undefined;
-    const before = await readTextIfExists(manifest).catch(() => undefined);
     plan.steps.push(swapStep({
       describe: `place the plugin directory ${root} (kimi.plugin.json, ${program.pluginBin.path})`,
       path: root,
@@ -243,16 +238,16 @@ async function planPluginMode(
       }`,
       check: () => checkCreatable(root),
       // The manifest's diff, for dry runs (the step places the directory whole).
-      change: { path: manifest, before, after: manifestText(ctx.os), backup: "bak", displayOnly: true },
+      change: { path: manifest, before: await read(manifest), after: text, backup: "bak", displayOnly: true },
     }));
   }
   const reg = planRegistryInstall(state.registryText, { root, originalSource: program.source }, ctx.now);
   if (!reg.ok) return reg.error;
   const p = reg.previous;
   // The same directory, registered the same way: only the record's updatedAt would change.
-  const same = !placing && p?.root === root && p.source === "local-path" &&
-    p.originalSource === program.source;
-  if (!same) planKimiFile(plan, state, "registry", reg.after, `plugin "${PLUGIN_ID}" registered`);
+  if (placing || p?.root !== root || p.source !== "local-path" || p.originalSource !== program.source) {
+    planKimiFile(plan, state, "registry", reg.after, `plugin "${PLUGIN_ID}" registered`);
+  }
   if (p?.enabled === false) {
     plan.notes.push(`Note: the plugin is disabled in Kimi; enable it with \`/plugins enable ${PLUGIN_ID}\`.`);
   }
@@ -267,7 +262,7 @@ async function planConfigMode(
   state: KimiState,
   program: Program,
   plan: Plan,
-): Promise<string | undefined> {
+) {
   const prefix = configCommandPrefix(program.command, ctx.os);
   const leave = planPluginOut(state, plan, true);
   if (leave) return leave;
@@ -280,7 +275,7 @@ async function planConfigMode(
   if (mcp.changed) planKimiFile(plan, state, "mcp", mcp.after, 'MCP server "openviking" registered');
   if (cfg.changed) planKimiFile(plan, state, "config", cfg.after, "hooks registered");
   const skill = configSkillPath(state);
-  const before = await readTextIfExists(skill).catch(() => undefined);
+  const before = await read(skill);
   if (before !== undefined && !before.includes(OWNED_MARK)) {
     plan.notes.push(
       `Note: ${skill} is a skill of your own; left as it is (the memory skill is not installed).`,
@@ -294,37 +289,24 @@ async function planConfigMode(
 }
 
 /** Where config mode puts the memory skill: Kimi's user skills directory. */
-function configSkillPath(state: KimiState): string {
-  return joinPath(state.paths.home, "skills", SKILL_NAME, "SKILL.md");
-}
+const configSkillPath = (state: KimiState) => joinPath(state.paths.home, "skills", SKILL_NAME, "SKILL.md");
 
 /** Plans config mode's skill out (ours only), its directory with it, and `skills/` when left empty and `made` by install. */
 async function planConfigSkillRemoval(state: KimiState, plan: Plan, made: string[]): Promise<void> {
   const path = configSkillPath(state);
-  if (!(await readTextIfExists(path).catch(() => undefined))?.includes(OWNED_MARK)) return;
+  if (!(await read(path))?.includes(OWNED_MARK)) return;
   const dir = dirName(path);
-  const entries = await Array.fromAsync(Deno.readDir(dir)).catch(() => []);
-  const target = entries.length === 1 ? dir : path;
+  const target = (await entriesOf(dir)).length === 1 ? dir : path;
   plan.steps.push(
     removalStep(target, `delete ${target} (the memory skill)`, `memory skill removed: ${target}`),
   );
   const skills = dirName(dir);
-  const left = await Array.fromAsync(Deno.readDir(skills)).catch(() => []);
-  if (target !== dir || left.length !== 1 || !made.includes(skills)) return;
+  if (target !== dir || (await entriesOf(skills)).length !== 1 || !made.includes(skills)) return;
   plan.steps.push({
     describe: `delete ${skills} (left empty)`,
     removes: skills,
     run: () => Promise.resolve({ commit: () => Deno.remove(skills).catch(() => {}) }),
   });
-}
-
-/** Plans the system prompt (it holds the user's profile) out of the plugin directory in Kimi's managed place. */
-async function planSystemPromptRemoval(state: KimiState, plan: Plan): Promise<void> {
-  const file = joinPath(state.paths.managedDir, PLUGIN_ID, SYSTEM_PROMPT_FILE);
-  const text = await readTextIfExists(file).catch(() => undefined);
-  if (!text?.startsWith(SYSTEM_PROMPT_TITLE)) return;
-  const describe = `delete ${file} (the profile in the plugin's system prompt)`;
-  plan.steps.push(removalStep(file, describe, `system prompt removed: ${file}`));
 }
 
 /**
@@ -365,12 +347,7 @@ function upstreamProblem({ plugin, paths, blocks, upstreamHooks, mcpOwner }: Kim
  * Plans the settings given into ovcli.conf (the file replaced kept as its `.bak`), a key asked of the server
  * first (ovcli.ts keyToSave); the saved key stays for its own address.
  */
-async function planCredentials(
-  ctx: Context,
-  options: InstallOptions,
-  home: string,
-  plan: Plan,
-): Promise<string | undefined> {
+async function planCredentials(ctx: Context, options: InstallOptions, home: string, plan: Plan) {
   const path = credentialFilePaths(ctx.env).cli;
   const read = await readText(path);
   if (!read.ok) return read.error;
@@ -393,14 +370,14 @@ async function planCredentials(
   if (!ov.ok) return ov.error;
   if (!ov.changed) return undefined;
   const moved = await installedHomes(ctx.env, home);
-  if (url !== saved.url && moved.length) {
+  if (url !== saved.url) {
     // Every home reads the one ovcli.conf: the new address is theirs too.
     const verb = (p: boolean) => p ? "would then use" : "now uses";
-    plan.notes.push((p) =>
-      `Note: ${moved.map((h) => `the Kimi home ${h} shares ${path}: it ${verb(p)} ${url} too`).join("; ")}.`
-    );
-  }
-  if (url !== saved.url) {
+    if (moved.length) {
+      plan.notes.push((p) =>
+        `Note: ${moved.map((h) => `the Kimi home ${h} shares ${path}: it ${verb(p)} ${url} too`).join("; ")}.`
+      );
+    }
     // Writes queued for another address wait for it: say so, and how they go there.
     const there = destinationOf({ baseUrl: url });
     const queued = await queueSummary(pendingDir(ctx.env)).catch(() => undefined);
@@ -458,7 +435,7 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
         "openviking-kimi-aarch64-pc-windows-msvc.exe install): a source checkout installs on Linux and macOS only.",
     );
   }
-  const plan = newPlan();
+  const plan: Plan = { steps: [], notes: [] };
   const credentials = await planCredentials(ctx, options, home, plan);
   if (credentials) return refuse(credentials);
   const program = await planProgram(ctx, mode, home, plan);
@@ -489,15 +466,8 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
   if (code !== 0 || options.dryRun) return code;
   // One look at the server: the profile is fetched for the plugin's system prompt only when it answers.
   const answers = await serverNote(ctx);
-  if (mode === "plugin") {
-    await refreshInstalledPrompt(ctx, joinPath(state.paths.managedDir, PLUGIN_ID), answers);
-  }
+  if (mode === "plugin") await refreshInstalledPrompt(ctx, pluginRoot(state), answers);
   return code;
-}
-
-/** Whether something is at `path`. */
-function exists(path: string): Promise<boolean> {
-  return Deno.lstat(path).then(() => true, () => false);
 }
 
 /** The log and queues `--purge` deletes (the log in its default place; a queue only when empty: `notes` say why). */
@@ -511,7 +481,7 @@ async function purgeableData(ctx: Context, notes: Plan["notes"]): Promise<string
       QUEUE_SUBDIR,
       "queued write(s)",
       " not yet delivered",
-      "Install again and the next session start replays them (or run " + `"${cmd} replay")`,
+      `Install again and the next session start replays them (or run "${cmd} replay")`,
     ],
     [
       REJECTED_SUBDIR,
@@ -524,30 +494,27 @@ async function purgeableData(ctx: Context, notes: Plan["notes"]): Promise<string
     const dir = joinPath(pendingDir(ctx.env), sub);
     const waiting = await queueSummary(pendingDir(ctx.env), sub).catch(() => undefined);
     if (waiting?.entries === 0) out.push(dir);
-    else if (waiting) {
-      const sum = (k: "messages" | "commits") => waiting.sessions.reduce((n, x) => n + x[k], 0);
-      const counted = {
-        messages: sum("messages"),
-        commits: sum("commits"),
-        sessions: waiting.sessions.length,
-      };
-      // Writes queued for another server or identity go only there: say where, and the command that sends them.
-      const away = sub === QUEUE_SUBDIR ? waiting.sessions.filter((x) => !goesTo(x.to, here)) : [];
-      const elsewhere = elsewhereWords(away.map((x) => ({ ...x, ...x.to! })));
-      const home = waiting.sessions.length - away.length;
-      const next = !elsewhere
-        ? then
-        : `${
-          home
-            ? `${waiting.entries - away.reduce((n, x) => n + x.entries, 0)} of them (${home} session(s)) ` +
-              `the next session start replays once you install again (or run "${cmd} replay"); `
-            : ""
-        }${elsewhere.summary}: install again, then ${elsewhere.fix}`;
-      notes.push(
-        `Kept: ${waiting.entries} ${what} (${countWords(counted)})` +
-          `${state}, in ${dir}. ${next}; to drop them, delete that directory.`,
-      );
-    }
+    if (!waiting?.entries) continue;
+    const sum = (k: "messages" | "commits") => waiting.sessions.reduce((n, x) => n + x[k], 0);
+    const counted = { messages: sum("messages"), commits: sum("commits"), sessions: waiting.sessions.length };
+    // Writes queued for another server or identity go only there: say where, and the command that sends them.
+    const away = sub === QUEUE_SUBDIR ? waiting.sessions.filter((x) => !goesTo(x.to, here)) : [];
+    const elsewhere = elsewhereWords(away.map((x) => ({ ...x, ...x.to! })));
+    const home = waiting.sessions.length - away.length;
+    const next = !elsewhere
+      ? then
+      : `${
+        home
+          ? `${waiting.entries - away.reduce((n, x) => n + x.entries, 0)} of them (${home} session(s)) ` +
+            `the next session start replays once you install again (or run "${cmd} replay"); `
+          : ""
+      }${elsewhere.summary}: install again, then ${elsewhere.fix}`;
+    notes.push(
+      `Kept: ${waiting.entries} ${what} (${
+        countWords(counted)
+      })${state}, in ${dir}. ${next}; to drop them, ` +
+        "delete that directory.",
+    );
   }
   return out;
 }
@@ -557,13 +524,11 @@ async function purgeableData(ctx: Context, notes: Plan["notes"]): Promise<string
  * part); any other `.bak` stays as it is. No new `.bak` is made.
  */
 async function planBackupsClean(state: KimiState, plan: Plan): Promise<void> {
-  for (const kind of ["config", "mcp", "registry"] as const) {
-    const { path, text: now, out } = kimiFile(state, kind);
+  for (const [kind, { path, text: now, out }] of Object.entries(kimiFiles(state))) {
     const change = plan.steps.find((s) => s.change?.path === path)?.change;
     const mine = (t: string | undefined) => kind !== "registry" || installsRecord(state, t);
     if (change && mine(now)) change.backup = "none";
-    const bak = `${path}.bak`;
-    const text = await readTextIfExists(bak).catch(() => undefined);
+    const text = await read(`${path}.bak`);
     const file = change ? change.after : now;
     const cleaned = text === undefined ? undefined : out(text);
     const ours = cleaned?.ok && cleaned.changed && mine(text);
@@ -571,13 +536,20 @@ async function planBackupsClean(state: KimiState, plan: Plan): Promise<void> {
     const what = ours
       ? "nothing in it but our part and what the file holds"
       : "it holds just what the file holds";
-    planFile(plan, bak, text, undefined, `backup deleted (${what})`, "none");
+    planFile(plan, `${path}.bak`, text, undefined, `backup deleted (${what})`, "none");
   }
+}
+
+/** Whether the PATH command is ours (a link into our integration directory): its path, else undefined. */
+async function ourCommand(ctx: Context): Promise<string | undefined> {
+  const command = pathCommand(ctx.env, ctx.os);
+  return command && (await commandAt(command, ctx.env)).kind === "ours" ? command : undefined;
 }
 
 /** What every installed home shares and is there: executable, state, ledger, log, queue, caches, breakers, command. */
 async function sharedTargets(ctx: Context, notes: Plan["notes"]): Promise<string[]> {
-  const command = pathCommand(ctx.env, ctx.os);
+  const command = await ourCommand(ctx);
+  const state = (name: string) => joinPath(sharedStateDir(ctx.env), name);
   const targets = [
     dirName(installedBinaryPath(ctx.env, ctx.os)),
     hookStateDir(ctx.env),
@@ -585,12 +557,9 @@ async function sharedTargets(ctx: Context, notes: Plan["notes"]): Promise<string
     ...await purgeableData(ctx, notes),
     mcpToolCachePath(ctx.env),
     ...await breakerFiles(orNoHome(() => sharedStateDir(ctx.env)) ?? ""),
-    // Session start's stamp (memory/ledger-entry.ts HOUSEKEEPING_STAMP).
-    joinPath(sharedStateDir(ctx.env), "kimicode-housekeeping.json"),
-    // The extraction alarm and what each workspace's commits made (memory/extraction.ts).
-    joinPath(sharedStateDir(ctx.env), "kimicode-extraction-alarm.json"),
-    joinPath(sharedStateDir(ctx.env), "kimicode-made.json"),
-    ...(command && (await commandAt(command, ctx.env)).kind === "ours" ? [command] : []),
+    // Session start's stamp, the extraction alarm and what each workspace's commits made.
+    ...["kimicode-housekeeping.json", "kimicode-extraction-alarm.json", "kimicode-made.json"].map(state),
+    ...(command ? [command] : []),
   ];
   const there = await Promise.all(targets.map(exists));
   return targets.filter((_, i) => there[i]);
@@ -602,12 +571,12 @@ async function planPurge(
   state: KimiState,
   { plugin, yes }: { plugin: boolean; yes: boolean },
   plan: Plan,
-): Promise<string | undefined> {
+) {
   const targets: string[] = [];
-  const managed = joinPath(state.paths.managedDir, PLUGIN_ID);
-  if (plugin && (state.plugin?.owner !== "upstream" && state.plugin?.owner !== "other")) {
+  const managed = pluginRoot(state);
+  if (plugin && state.plugin?.owner !== "upstream" && state.plugin?.owner !== "other") {
     // Ours by the rule detect and doctor use (its hooks run bin/openviking-kimi), or no manifest left at all.
-    const text = await readTextIfExists(joinPath(managed, "kimi.plugin.json")).catch(() => undefined);
+    const text = await read(joinPath(managed, "kimi.plugin.json"));
     const manifest = text === undefined ? undefined : parseJson(text);
     const ours = !manifest || (manifest.ok && classifyManifest(manifest.value) === "ours");
     if (ours && await exists(managed)) targets.push(managed);
@@ -616,25 +585,26 @@ async function planPurge(
   const others = await installedHomes(ctx.env, state.paths.home);
   // Another home keeps the shared part whole (said below): what a last purge would leave is no news then.
   const shared = await sharedTargets(ctx, others.length ? [] : plan.notes);
-  const inUse = others.length ? await versionsUsedBy(ctx.env, others) : [];
   const meanwhile: string[] = [];
   if (others.length === 0) {
     // The hook state goes: what waits for a commit is committed first, and our idle watch let go of its copy.
     const idle = await purgeCommitStep(ctx, plan, yes);
     if (typeof idle === "string") return idle;
-    if (idle) plan.steps.push(idle);
-    targets.push(...shared);
-    // A capture still running (the commit step waits for it) may make the hook state or ledger meanwhile.
     if (idle) {
+      plan.steps.push(idle);
+      // A capture still running (the commit step waits for it) may make the hook state or ledger meanwhile.
       meanwhile.push(...[hookStateDir(ctx.env), ledgerDir(ctx.env)].filter((t) => !shared.includes(t)));
     }
-    targets.push(...meanwhile);
-  } else if (inUse.length || shared.length) plan.notes.push(keptForOthers(others, [...inUse, ...shared]));
-  const queues = [QUEUE_SUBDIR, REJECTED_SUBDIR].map((sub) => [joinPath(pendingDir(ctx.env), sub), sub]);
+    targets.push(...shared, ...meanwhile);
+  } else {
+    const kept = [...await versionsUsedBy(ctx.env, others), ...shared];
+    if (kept.length) plan.notes.push(keptForOthers(others, kept));
+  }
   for (const t of targets) {
     const step = removalStep(t, `delete ${t}`, `removed ${t}`);
+    const run = step.run;
     // A commit the purge could not send is queued or kept there (install/purge-commits.ts): such a queue stays.
-    const [run, sub] = [step.run, queues.find(([dir]) => dir === t)?.[1]];
+    const sub = [QUEUE_SUBDIR, REJECTED_SUBDIR].find((s) => joinPath(pendingDir(ctx.env), s) === t);
     if (sub) step.run = async () => (await queueSummary(pendingDir(ctx.env), sub)).entries ? {} : await run();
     if (meanwhile.includes(t)) step.run = async () => await exists(t) ? await run() : {};
     plan.steps.push(step);
@@ -644,12 +614,13 @@ async function planPurge(
   const left = others.length ? [] : await versionsLeftFor(ctx.env, state.paths.home);
   const kept = [...left, ...await keptShared(ctx)];
   if (kept.length) plan.notes.push(`Kept: ${kept.join(" and ")}.`);
-  const homes = await recordStep(
-    homesFile(ctx.env),
+  const homes = homesFile(ctx.env);
+  const forget = await recordStep(
+    homes,
     (lines) => lines.filter((l) => others.length !== 0 && l !== state.paths.home),
-    others.length ? `take ${state.paths.home} out of ${homesFile(ctx.env)}` : `delete ${homesFile(ctx.env)}`,
+    others.length ? `take ${state.paths.home} out of ${homes}` : `delete ${homes}`,
   );
-  if (homes) plan.steps.push(homes);
+  if (forget) plan.steps.push(forget);
   if (plan.steps.length) await planLeftEmpty(ctx.env, state, others.length === 0, plan, left.length > 0);
   return undefined;
 }
@@ -658,19 +629,14 @@ async function planPurge(
  * Plans removing the directories this purge leaves empty, deepest first: only those install recorded making
  * (the home's own at once, the rest at the last purge, `last`), and ours in `~/.openviking` at the last.
  */
-async function planLeftEmpty(
-  env: Env,
-  state: KimiState,
-  last: boolean,
-  plan: Plan,
-  versionsStay = false,
-): Promise<void> {
+async function planLeftEmpty(env: Env, state: KimiState, last: boolean, plan: Plan, versionsStay: boolean) {
   const made = await madeDirList(env);
   const own = [state.paths.managedDir, dirName(state.paths.managedDir)].filter((d) => made.includes(d));
+  const record = madeDirsFile(env);
   const forget = await recordStep(
-    madeDirsFile(env),
+    record,
     (lines) => lines.filter((l) => !own.includes(l)),
-    `take ${own.join(", ")} out of ${madeDirsFile(env)}`,
+    `take ${own.join(", ")} out of ${record}`,
   );
   if (forget) plan.steps.push(forget);
   const integration = integrationDir(env);
@@ -682,37 +648,31 @@ async function planLeftEmpty(
     : [];
   // What the run removes (the sweep takes every version once no home needs them).
   const gone = new Set(plan.steps.flatMap((s) => s.removes ? [s.removes] : []));
-  if (last) gone.add(madeDirsFile(env));
+  if (last) gone.add(record);
   const there: string[] = [];
   for (const dir of [...new Set([...own, ...ours])].sort((a, b) => b.length - a.length)) {
     const entries = await Array.fromAsync(Deno.readDir(dir), (e) => joinPath(dir, e.name)).catch(() =>
       undefined
     );
-    if (
-      gone.has(dir) ||
-      !entries?.every((e) => gone.has(e) || (last && !versionsStay && dir === versionsDir(env)))
-    ) continue;
+    const emptied = entries?.every((e) => gone.has(e) || (last && !versionsStay && dir === versionsDir(env)));
+    if (gone.has(dir) || !emptied) continue;
     there.push(dir);
     gone.add(dir);
   }
   if (!there.length) return;
+  // At the end, once what was in them is gone (the sweep keeps the copies still in use).
+  const commit = async () => {
+    const removed = [];
+    for (const dir of there) {
+      // The record goes with its directory once the sweep left no version (a later purge needs it).
+      if (dir === integration && !(await exists(versionsDir(env)))) await Deno.remove(record).catch(() => {});
+      if (await Deno.remove(dir).then(() => true, () => false)) removed.push(dir);
+    }
+    return { done: removed.length ? [`directories left empty removed: ${removed.join(", ")}`] : [] };
+  };
   plan.steps.push({
     describe: `delete the directories left empty (${there.join(", ")})`,
-    run: () =>
-      Promise.resolve({
-        // At the end, once what was in them is gone (the sweep keeps the copies still in use).
-        commit: async () => {
-          const removed = [];
-          for (const dir of there) {
-            // The record goes with its directory once the sweep left no version (a later purge needs it).
-            if (dir === integration && !(await exists(versionsDir(env)))) {
-              await Deno.remove(madeDirsFile(env)).catch(() => {});
-            }
-            if (await Deno.remove(dir).then(() => true, () => false)) removed.push(dir);
-          }
-          return { done: removed.length ? [`directories left empty removed: ${removed.join(", ")}`] : [] };
-        },
-      }),
+    run: () => Promise.resolve({ commit }),
   });
 }
 
@@ -720,35 +680,34 @@ async function planLeftEmpty(
 async function keptShared(ctx: Context): Promise<string[]> {
   const ovcli = credentialFilePaths(ctx.env).cli;
   const pending = pendingDir(ctx.env);
-  const ours = [QUEUE_SUBDIR, REJECTED_SUBDIR];
-  const others = await Array.fromAsync(Deno.readDir(pending), (e) => e.name).catch(() => [] as string[]);
+  const others = (await entriesOf(pending)).some((n) => n !== QUEUE_SUBDIR && n !== REJECTED_SUBDIR);
   return [
     ...(await exists(ovcli) ? [ovcli] : []),
-    ...(others.some((n) => !ours.includes(n))
-      ? [`the queue files of OpenViking's other clients in ${pending}`]
-      : []),
+    ...(others ? [`the queue files of OpenViking's other clients in ${pending}`] : []),
   ];
 }
 
 /** The note naming what is kept because Kimi homes other than this one still have openviking-kimi. */
-function keptForOthers(others: string[], kept: string[]): string {
-  return `Kept for the Kimi home${others.length > 1 ? "s" : ""} still installed (${others.join(", ")}): ${
+const keptForOthers = (others: string[], kept: string[]) =>
+  `Kept for the Kimi home${others.length > 1 ? "s" : ""} still installed (${others.join(", ")}): ${
     kept.join(", ")
   }; purging the last one removes them.`;
-}
 
 /** What a plain uninstall leaves for `--purge`, in words (what other installed homes share named as kept). */
 async function keptFiles(ctx: Context, state: KimiState, plugin: boolean): Promise<string | undefined> {
-  const shared: string[] = [];
-  if (await exists(installedBinaryPath(ctx.env, ctx.os))) {
-    shared.push(`the executable ${installedBinaryPath(ctx.env, ctx.os)}`);
-  }
-  if (await exists(versionsDir(ctx.env))) shared.push(`the program copies in ${versionsDir(ctx.env)}`);
-  const command = pathCommand(ctx.env, ctx.os);
-  if (command && (await commandAt(command, ctx.env)).kind === "ours") shared.push(`the command ${command}`);
+  const [binary, versions, command] = [
+    installedBinaryPath(ctx.env, ctx.os),
+    versionsDir(ctx.env),
+    await ourCommand(ctx),
+  ];
+  const shared = [
+    ...(await exists(binary) ? [`the executable ${binary}`] : []),
+    ...(await exists(versions) ? [`the program copies in ${versions}`] : []),
+    ...(command ? [`the command ${command}`] : []),
+  ];
   const others = await installedHomes(ctx.env, state.paths.home);
   const kept = others.length ? [] : shared;
-  const managed = joinPath(state.paths.managedDir, PLUGIN_ID);
+  const managed = pluginRoot(state);
   if (plugin && state.plugin?.owner === "ours" && (await exists(managed))) {
     kept.push(`the plugin directory ${managed}`);
   }
@@ -765,13 +724,18 @@ export async function runUninstall(ctx: Context, options: InstallOptions): Promi
   const home = kimiHomeFor(ctx.env, options.kimiHome, ctx.cwd);
   const state = await readKimiState(home);
   if (state.unreadable.length) return fail(out, "uninstall", state.unreadable[0]);
-  const plan = newPlan();
+  const plan: Plan = { steps: [], notes: [] };
   const plugin = options.mode !== "config";
   const problem = (options.mode !== "plugin" ? planConfigOut(state, plan, false) : undefined) ??
     (plugin ? planPluginOut(state, plan, false) : undefined);
   if (problem) return fail(out, "uninstall", problem);
   if (options.mode !== "plugin") await planConfigSkillRemoval(state, plan, await madeDirList(ctx.env));
-  if (plugin) await planSystemPromptRemoval(state, plan);
+  const prompt = joinPath(pluginRoot(state), SYSTEM_PROMPT_FILE);
+  if (plugin && (await read(prompt))?.startsWith(SYSTEM_PROMPT_TITLE)) {
+    // It holds the user's profile.
+    const describe = `delete ${prompt} (the profile in the plugin's system prompt)`;
+    plan.steps.push(removalStep(prompt, describe, `system prompt removed: ${prompt}`));
+  }
   const refused = options.purge ? await planPurge(ctx, state, { plugin, yes: options.yes }, plan) : undefined;
   if (refused) return fail(out, "uninstall", refused);
   return await carryOut(plan, out, {

@@ -36,12 +36,7 @@ function treeOf(text: string): Node | undefined {
 }
 
 /** How JSON we write is laid out: on one line (`indent` undefined), or a member per line. */
-interface Layout {
-  indent?: string;
-  eol: string;
-  colon: string;
-  comma: string;
-}
+type Layout = { indent?: string; eol: string; colon: string; comma: string };
 
 /** `value` in `layout`; continuation lines start with `base` (JSON.stringify breaks lines only between members). */
 function render(value: unknown, layout: Layout, base = ""): string {
@@ -72,9 +67,12 @@ function colonOf(text: string, prop: Node | undefined): string {
 }
 
 /** A member per line, indented like the first indented line of `text`. */
-function lines(text: string, eol: string, colon: string): Layout {
-  return { indent: /\n([ \t]+)\S/.exec(text)?.[1] ?? "  ", eol, colon, comma: "," };
-}
+const lines = (text: string, eol: string, colon: string): Layout => ({
+  indent: /\n([ \t]+)\S/.exec(text)?.[1] ?? "  ",
+  eol,
+  colon,
+  comma: ",",
+});
 
 /** One line, spaced like `colon`. */
 const oneLine = (colon: string, comma = colon.endsWith(" ") ? ", " : ","): Layout => ({
@@ -136,7 +134,7 @@ function remove(text: string, parent: Node, index: number): string {
  * `text` with the value at `path` set to `value` (undefined: removed), every other byte kept; a missing
  * object on the way is made, an array index past the end appends: `editJson('{"a": 1}', ["b"], 2)`.
  */
-export function editJson(text: string, path: (string | number)[], value: unknown): string {
+function editJson(text: string, path: (string | number)[], value: unknown): string {
   const root = treeOf(text);
   if (!root || path.length === 0) throw new Error("not a JSON document");
   const parent = findNodeAtLocation(root, path.slice(0, -1));
@@ -167,6 +165,9 @@ export function editJson(text: string, path: (string | number)[], value: unknown
 /** The file install creates when there is none, without our entry: uninstall deletes it again. */
 const CREATED_EMPTY = '{\n  "mcpServers": {}\n}\n';
 
+const named = (node: Node | undefined, key: string) =>
+  (node?.children ?? []).filter((p) => p.children?.[0]?.value === key);
+
 const refuse = (what: string): Refusal => ({ ok: false, error: `mcp.json ${what}; nothing was changed.` });
 
 /** mcp.json read: its text ("" when blank or absent) and the entry under our name; or why it cannot be edited. */
@@ -181,8 +182,6 @@ function loadMcp(current: string | undefined): Result<{ text: string; entry: unk
   if (!root || root.type !== "object" || (servers !== undefined && !isRecord(servers))) {
     return refuse('must be an object whose "mcpServers" is an object. Fix it and run again');
   }
-  const named = (node: Node | undefined, key: string) =>
-    (node?.children ?? []).filter((p) => p.children?.[0]?.value === key);
   if (named(root, "mcpServers").length > 1) {
     return refuse('has "mcpServers" more than once. Keep one and run again');
   }
@@ -200,11 +199,8 @@ function loadMcp(current: string | undefined): Result<{ text: string; entry: unk
 function redactEntry(entry: unknown): unknown {
   if (!isRecord(entry)) return entry;
   const hide = (v: unknown) => (isRecord(v) ? Object.fromEntries(Object.keys(v).map((n) => [n, "…"])) : v);
-  return {
-    ...entry,
-    ...("env" in entry ? { env: hide(entry.env) } : {}),
-    ...("headers" in entry ? { headers: hide(entry.headers) } : {}),
-  };
+  const hidden = ["env", "headers"].filter((k) => k in entry).map((k) => [k, hide(entry[k])]);
+  return { ...entry, ...Object.fromEntries(hidden) };
 }
 
 /** Plans our entry in mcp.json; an entry someone else wrote is replaced only with `replaceOthers`. */
@@ -252,21 +248,17 @@ export function planMcpUninstall(current: string | undefined): EditPlan {
 }
 
 const RecordSchema = z.looseObject({ id: z.string(), root: z.optional(z.string()) });
-const RegistrySchema = z.looseObject({ version: z.literal(1), plugins: z.array(RecordSchema) });
-
 /** Kimi's plugin registry, `{version: 1, plugins: [...]}`. */
-export type Registry = z.infer<typeof RegistrySchema>;
-/** A record of the registry. */
-export type RegistryRecord = z.infer<typeof RecordSchema>;
+const RegistrySchema = z.looseObject({ version: z.literal(1), plugins: z.array(RecordSchema) });
+type RegistryRecord = z.infer<typeof RecordSchema>;
 
 /** The registry in `text` (absent or blank: empty), or why Kimi cannot read it either. */
-export function parseRegistry(text: string | undefined): Result<{ value: Registry }> {
+export function parseRegistry(text: string | undefined): Result<{ value: z.infer<typeof RegistrySchema> }> {
   if (text === undefined || text.trim() === "") return { ok: true, value: { version: 1, plugins: [] } };
   const parsed = parseJson(text);
   const checked = parsed.ok ? RegistrySchema.safeParse(parsed.value) : undefined;
   const root = treeOf(text);
-  const twice = (root?.children ?? []).filter((p) => p.children?.[0]?.value === "plugins").length > 1;
-  if (checked?.success && root && !twice) return { ok: true, value: checked.data };
+  if (checked?.success && root && named(root, "plugins").length < 2) return { ok: true, value: checked.data };
   return {
     ok: false,
     error:
@@ -278,12 +270,12 @@ export function parseRegistry(text: string | undefined): Result<{ value: Registr
 }
 
 /** The `openviking-memory` record of a registry (ours or OpenViking's), if any. */
-export function findRecord(registry: Registry): RegistryRecord | undefined {
+export function findRecord(registry: z.infer<typeof RegistrySchema>): RegistryRecord | undefined {
   return registry.plugins.find((p) => p.id.toLowerCase() === PLUGIN_ID);
 }
 
 /** A planned registry change. */
-export type RegistryPlan = Edit<{ previous: RegistryRecord | undefined }>;
+type RegistryPlan = Edit<{ previous: RegistryRecord | undefined }>;
 
 /** The registry install creates when there is none, without our record: uninstall deletes it again. */
 const CREATED_REGISTRY = '{\n  "version": 1,\n  "plugins": []\n}\n';

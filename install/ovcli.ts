@@ -19,25 +19,20 @@ import { adviceFor, asSentence, isRootKeyRefusal } from "../openviking/advice.ts
 import { askDataAccess, createClient, type OpenVikingClient, type OvFailure } from "../openviking/client.ts";
 import { credentialFilePaths, DEFAULT_BASE_URL, loadConfig, originOf } from "../openviking/config.ts";
 
-/** Connection settings given on the command line (`undefined` = not given, `""` = delete). */
-export interface CredentialArgs {
+/**
+ * Connection settings given on the command line (`undefined` = not given, `""` = delete); `apiKeyFrom`: where
+ * the key came from (stdin, the environment, the terminal), said next to "not shown".
+ */
+export type CredentialArgs = {
   url?: string;
   apiKey?: string;
-  /** Where the key came from (stdin, the environment, the terminal), said next to "not shown". */
   apiKeyFrom?: string;
   account?: string;
   user?: string;
-}
-
-/** A planned ovcli.conf change: what it holds after (`summary`), what a dry run says it would do (`steps`). */
-export type OvcliPlan = Edit<{ summary: string[]; steps: string[] }>;
+};
 
 /** One setting written (`shown`: the value as said) or deleted. */
-interface Setting {
-  name: string;
-  shown?: string;
-  note?: string;
-}
+type Setting = { name: string; shown?: string; note?: string };
 
 /** A setting as done (`url = …`, `account deleted`) or, `planned`, to do (`set url to …`, `delete account`). */
 function said(s: Setting, planned: boolean): string {
@@ -114,13 +109,16 @@ function mergeIdentity(
   return undefined;
 }
 
-/** Plans `args` merged into ovcli.conf; `keyWasFor`: the address a saved key was for ({@link savedConnection}). */
+/**
+ * Plans `args` merged into ovcli.conf (`keyWasFor`: the address a saved key was for, {@link savedConnection}):
+ * what it holds after (`summary`), what a dry run says it would do (`steps`).
+ */
 export function planOvcli(
   current: string | undefined,
   args: CredentialArgs,
   path: string,
   keyWasFor = DEFAULT_BASE_URL,
-): OvcliPlan {
+): Edit<{ summary: string[]; steps: string[] }> {
   if ([args.url, args.apiKey, args.account, args.user].every((v) => v === undefined)) {
     return { ok: true, after: current, changed: false, summary: [], steps: [] };
   }
@@ -156,12 +154,11 @@ export function planOvcli(
 }
 
 /** Replaces the values of secret-looking JSON fields (`api_key`, `*token*`, `*secret*`) with asterisks. */
-export function maskSecrets(text: string): string {
-  return text.replace(
-    /("(?:[A-Za-z_]*(?:api_?key|token|secret|password)[A-Za-z_]*)"\s*:\s*)"(?:[^"\\]|\\.)*"/gi,
+export const maskSecrets = (text: string): string =>
+  text.replace(
+    /("[A-Za-z_]*(?:api_?key|token|secret|password)[A-Za-z_]*"\s*:\s*)"(?:[^"\\]|\\.)*"/gi,
     '$1"********"',
   );
-}
 
 /** The address the credential files give now and the key saved for it ("" = none), the environment aside. */
 export async function savedConnection(env: Env): Promise<{ url: string; apiKey: string }> {
@@ -169,23 +166,23 @@ export async function savedConnection(env: Env): Promise<{ url: string; apiKey: 
   return { url: config.baseUrl, apiKey: config.apiKey };
 }
 
-/** How the key was asked for on the command line. */
-export interface KeyFlags {
-  /** `--api-key KEY` ("" deletes the saved key). */
+/** How the key was asked for on the command line (`apiKey`: `--api-key KEY`, "" deletes the saved key). */
+export type KeyFlags = {
   apiKey: string | undefined;
   apiKeyStdin: boolean;
   url: string | undefined;
   dryRun: boolean;
-}
+};
 
-/** The terminal, stdin and the server asked about a key, injectable for tests. */
+/**
+ * The terminal, stdin and the server asked about a key, injectable for tests: `askHidden` asks without echo
+ * (undefined when cancelled), `needsKey` whether the server refuses memory's routes without a key.
+ */
 export interface KeyIo {
   env: Env;
   stdinIsTerminal(): boolean;
   readStdin(): Promise<Uint8Array>;
-  /** Asks `question` on the terminal without echoing the answer; undefined when cancelled (Ctrl-C). */
   askHidden(question: string): Promise<string | undefined>;
-  /** Whether the server at the address refuses memory's routes without a key ({@link serverNeedsKey}). */
   needsKey(url: string): Promise<boolean>;
   warn(line: string): void;
 }
@@ -217,13 +214,8 @@ export async function chooseApiKey(flags: KeyFlags, io: KeyIo): Promise<KeyChoic
       return answered(await ask(io, where, "to cancel"), enter);
     }
     const key = new TextDecoder().decode(await io.readStdin()).split(/\r?\n/)[0].trim();
-    if (!key) {
-      return {
-        ok: false,
-        error: "--api-key-stdin: nothing came on stdin; pipe the key in, e.g. `< keyfile`",
-      };
-    }
-    return { ok: true, apiKey: key, from: "stdin" };
+    const none = "--api-key-stdin: nothing came on stdin; pipe the key in, e.g. `< keyfile`";
+    return key ? { ok: true, apiKey: key, from: "stdin" } : { ok: false, error: none };
   }
   const fromEnv = io.env.OPENVIKING_API_KEY?.trim();
   if (fromEnv) return { ok: true, apiKey: fromEnv, from: "OPENVIKING_API_KEY" };
@@ -269,12 +261,6 @@ export async function serverNeedsKey(url: string, fetch?: typeof globalThis.fetc
   return !data.ok && data.kind === "auth";
 }
 
-/** Removes the last UTF-8 character of `bytes` (a backspace). */
-function dropLastChar(bytes: number[]): void {
-  while (bytes.length && (bytes[bytes.length - 1] & 0xc0) === 0x80) bytes.pop();
-  bytes.pop();
-}
-
 /** Asks on the terminal without echo (raw mode): Enter ends, Backspace and Ctrl-U edit, Ctrl-C cancels. */
 export async function askHiddenOnTerminal(question: string): Promise<string | undefined> {
   const encoder = new TextEncoder();
@@ -294,8 +280,10 @@ export async function askHiddenOnTerminal(question: string): Promise<string | un
           cancelled = b === 3;
           break reading;
         }
-        if (b === 127 || b === 8) dropLastChar(bytes);
-        else if (b === 21) bytes.length = 0;
+        if (b === 127 || b === 8) {
+          while ((bytes.at(-1)! & 0xc0) === 0x80) bytes.pop(); // a backspace takes a whole UTF-8 character
+          bytes.pop();
+        } else if (b === 21) bytes.length = 0;
         else if (b >= 32) bytes.push(b);
       }
     }
@@ -310,9 +298,6 @@ export async function askHiddenOnTerminal(question: string): Promise<string | un
 const DEFAULT_ID = "default";
 /** OpenViking's rule for account and user ids (openviking/core/identifiers.py). */
 const ID = /^[A-Za-z0-9_.@-]+$/;
-
-/** The key to save, where it came from and what was (in a dry run: would be) done; or why not. */
-export type KeyOutcome = Result<{ apiKey: string; from: string; said: string[] }>;
 
 const UserKeyReply = z.looseObject({ user_key: z.string() });
 const UsersReply = z.array(z.looseObject({ user_id: z.string(), api_key: z.optional(z.string()) }));
@@ -399,12 +384,15 @@ async function uncheckedKey(ctx: Context, health: OvFailure, url: string): Promi
     `the key; or install without a key now (${without}) and give it once the server answers.`;
 }
 
-/** Asks the server about `given` before it is saved; a refused key, or one nobody can check, stops install. */
+/**
+ * Asks the server about `given` before it is saved: the key to save, where it came from and what was (in a dry
+ * run: would be) done; a refused key, or one nobody can check, stops install.
+ */
 export async function keyToSave(
   ctx: Context,
   given: { apiKey: string; from: string },
   target: { url: string; account?: string; user?: string; dryRun: boolean },
-): Promise<KeyOutcome> {
+): Promise<Result<{ apiKey: string; from: string; said: string[] }>> {
   const account = target.account || DEFAULT_ID;
   const user = target.user || DEFAULT_ID;
   const rootByFile = given.apiKey === await rootKeyOfOvConf(ctx);

@@ -1,7 +1,6 @@
 /**
- * The program install registers (the binary, a program copy of a checkout, or a copy itself) and its steps; the
- * copy's launcher, which finds Deno (the recorded one, PATH, the usual places; `findDeno` the same search) and
- * runs the bundle offline, without it (or its code) a hook silent, every other command saying why; the sweep.
+ * The program install registers (the binary, a program copy of a checkout, or a copy itself), the records of
+ * homes and made directories, the sweep of versions, and the copy's launcher with doctor's view of it.
  */
 
 import { readKimiState } from "./detect.ts";
@@ -11,7 +10,6 @@ import {
   EXECUTABLE_NAME,
   executableFileName,
   installedBinaryPath,
-  type OsFamily,
   pathCommand,
   PLUGIN_ID,
   sameBytes,
@@ -35,104 +33,89 @@ import { dirName, type Env, homesFile, integrationDir, joinPath, kimiHome, orNoH
 import { COPY_FILES, COPY_RUN_FLAGS, productionFlags, releaseCopyLock, shellQuote } from "../lib/self.ts";
 import { VERSION } from "../lib/version.ts";
 
-/** The program the registrations run, once in place. */
+/** The program the registrations run: config mode's command, the plugin's `bin/` file, its source, a note. */
 export interface Program {
-  /** What config mode's hooks and `mcp.json` run: the binary's place, or a program copy's launcher. */
   command: string;
-  /** The plugin directory's `bin/` file: the binary, or the launcher. */
   pluginBin: TreeFile;
-  /** Where the plugin came from (the registry record's `originalSource`). */
   source: string;
-  /** A note on what runs. */
   note: Note;
   /** The program copy's id (the sweep keeps it). */
   keep?: string;
 }
 
-/** The compiled binary: config mode and the PATH command run its copy in `…/kimicode/bin/`. */
-async function binaryProgram(
+const read = (path: string) => readTextIfExists(path).catch(() => undefined);
+const launcherOf = (dir: string) => joinPath(dir, "bin", EXECUTABLE_NAME);
+
+/** Plans putting the program in place, however this process runs, and the PATH command; or why not. */
+export async function planProgram(
   ctx: Context,
-  self: { execPath: string },
   mode: "config" | "plugin",
+  home: string,
   plan: Plan,
-): Promise<Program> {
-  const target = installedBinaryPath(ctx.env, ctx.os);
-  const same = await sameBytes(self.execPath, target);
-  const used = mode === "config" || pathCommand(ctx.env, ctx.os) !== undefined;
-  if (used && !same) {
-    plan.steps.push(swapStep({
-      describe: `copy ${self.execPath} to ${target}`,
-      path: target,
-      make: async (tmp) => {
-        await Deno.copyFile(self.execPath, tmp);
-        if (ctx.os === "posix") await Deno.chmod(tmp, 0o755);
-      },
-      privateDir: true,
-      message: `executable copied to ${target}`,
-      check: () => checkCreatable(target),
-    }));
-  }
-  return {
-    command: target,
-    pluginBin: {
-      path: `bin/${executableFileName(ctx.os)}`,
+): Promise<Program | string> {
+  const { self, env, os } = ctx;
+  let program: Program;
+  if (self.kind === "compiled") {
+    const target = installedBinaryPath(env, os);
+    if ((mode === "config" || pathCommand(env, os)) && !(await sameBytes(self.execPath, target))) {
+      plan.steps.push(swapStep({
+        describe: `copy ${self.execPath} to ${target}`,
+        path: target,
+        make: async (tmp) => {
+          await Deno.copyFile(self.execPath, tmp);
+          if (os === "posix") await Deno.chmod(tmp, 0o755);
+        },
+        privateDir: true,
+        message: `executable copied to ${target}`,
+        check: () => checkCreatable(target),
+      }));
+    }
+    const pluginBin = {
+      path: `bin/${executableFileName(os)}`,
       content: { copyFrom: self.execPath },
       mode: 0o700,
-    },
-    source: self.execPath,
-    note: "",
-  };
-}
-
-/** An installed program copy installing itself (say, into another mode): it registers its own launcher. */
-async function ownCopyProgram(dir: string): Promise<Program | string> {
-  const launcher = joinPath(dir, "bin", EXECUTABLE_NAME);
-  const text = await readTextIfExists(launcher).catch(() => undefined);
-  if (text === undefined) {
-    return `this program copy (${dir}) has no launcher ${launcher}; run install from an openviking-kimi ` +
-      "checkout or a release binary";
+    };
+    program = { command: target, pluginBin, source: self.execPath, note: "" };
+  } else if (self.kind === "copy") {
+    const launcher = launcherOf(self.dir);
+    const text = await read(launcher);
+    if (text === undefined) {
+      return `this program copy (${self.dir}) has no launcher ${launcher}; run install from an openviking-kimi ` +
+        "checkout or a release binary";
+    }
+    const pluginBin = { path: `bin/${EXECUTABLE_NAME}`, content: text, mode: 0o700 };
+    program = {
+      command: launcher,
+      pluginBin,
+      source: self.dir,
+      note: "",
+      keep: self.dir.slice(self.dir.lastIndexOf("/") + 1),
+    };
+  } else {
+    const deno = ctx.deno ?? Deno.execPath();
+    let copy, flags;
+    try {
+      flags = await productionFlags(self.root);
+      copy = await buildCopy(self.root, flags); // bundled by the Deno running install, run by the recorded one
+    } catch (error) {
+      return `cannot install from the checkout ${self.root}: ${(error as Error).message}`;
+    }
+    const placed = await planCopy(ctx, copy, { root: self.root, deno, flags }, plan);
+    program = {
+      command: placed.launcher,
+      pluginBin: { path: `bin/${EXECUTABLE_NAME}`, content: placed.text, mode: 0o700 },
+      source: placed.source,
+      note: (p) =>
+        `The hooks ${p ? "would run" : "run"} the program copy ${placed.dir} with ${deno}, not this ` +
+        `checkout: moving or deleting the checkout ${p ? "would change" : "changes"} nothing; run install ` +
+        "again to update them.",
+      keep: copy.id,
+    };
   }
-  return {
-    command: launcher,
-    pluginBin: { path: `bin/${EXECUTABLE_NAME}`, content: text, mode: 0o700 },
-    source: dir,
-    note: "",
-    keep: dir.slice(dir.lastIndexOf("/") + 1),
-  };
-}
-
-/** A checkout: a program copy built from it (buildCopy), placed unless the same one is in place. */
-async function checkoutProgram(ctx: Context, root: string, plan: Plan): Promise<Program | string> {
-  const deno = ctx.deno ?? Deno.execPath();
-  let copy, flags;
-  try {
-    flags = await productionFlags(root);
-    // Built by the Deno running install (whose `deno bundle` this relies on); run by the recorded one.
-    copy = await buildCopy(root, flags);
-  } catch (error) {
-    return `cannot install from the checkout ${root}: ${(error as Error).message}`;
-  }
-  const placement = await planCopy(ctx, copy, { root, deno, flags }, plan);
-  return {
-    command: placement.launcher,
-    pluginBin: { path: `bin/${EXECUTABLE_NAME}`, content: placement.launcherText, mode: 0o700 },
-    source: placement.source,
-    note: (p) =>
-      `The hooks ${p ? "would run" : "run"} the program copy ${placement.dir} with ${deno}, not this ` +
-      `checkout: moving or deleting the checkout ${p ? "would change" : "changes"} nothing; run install ` +
-      "again to update them.",
-    keep: copy.id,
-  };
-}
-
-/** Where the PATH command is, and what to add to PATH when its directory is not there. */
-function pathNote(env: Env, path: string): Note {
-  const dir = dirName(path);
-  const where = (env.PATH ?? "").split(":").includes(dir)
-    ? `(${dir} is on PATH)`
-    : `— ${dir} is not on PATH: add it (\`export PATH="${dir}:$PATH"\` in ~/.profile or your shell's rc ` +
-      `file), or run ${path}`;
-  return (p) => `Command: openviking-kimi ${p ? "would be" : "is"} ${path} ${where}.`;
+  const step = await recordStep(homesFile(env), adding([home]), `record ${home} in ${homesFile(env)}`);
+  if (step) plan.steps.push(step);
+  await planPathCommand(ctx, program.command, plan);
+  return program;
 }
 
 /** Plans the PATH command as our link to `target` (made, or moved when ours); never over a file not ours. */
@@ -140,11 +123,11 @@ async function planPathCommand(ctx: Context, target: string, plan: Plan): Promis
   const path = pathCommand(ctx.env, ctx.os);
   if (!path) return;
   const at = await commandAt(path, ctx.env);
+  const dir = dirName(path);
   if (at.kind === "other" || (await checkCreatable(path))) {
+    const why = at.kind === "other" ? "a file that is not ours is there" : `${dir} cannot be made`;
     plan.notes.push(
-      `Note: no openviking-kimi command placed at ${path} (${
-        at.kind === "other" ? "a file that is not ours is there" : `${dirName(path)} cannot be made`
-      }; set OPENVIKING_KIMI_BIN_DIR for another place); run ${target}.`,
+      `Note: no openviking-kimi command placed at ${path} (${why}; set OPENVIKING_KIMI_BIN_DIR for another place); run ${target}.`,
     );
     return;
   }
@@ -156,141 +139,90 @@ async function planPathCommand(ctx: Context, target: string, plan: Plan): Promis
       message: `command in place: ${path} (runs ${target})`,
     }));
   }
-  plan.notes.push(pathNote(ctx.env, path));
-}
-
-/** Plans putting the program in place, however this process runs; returns why it cannot, as a string. */
-export async function planProgram(
-  ctx: Context,
-  mode: "config" | "plugin",
-  home: string,
-  plan: Plan,
-): Promise<Program | string> {
-  const self = ctx.self;
-  const program = self.kind === "compiled"
-    ? await binaryProgram(ctx, self, mode, plan)
-    : self.kind === "copy"
-    ? await ownCopyProgram(self.dir)
-    : await checkoutProgram(ctx, self.root, plan);
-  if (typeof program === "string") return program;
-  const step = await recordStep(
-    homesFile(ctx.env),
-    adding([home]),
-    `record ${home} in ${homesFile(ctx.env)}`,
-  );
-  if (step) plan.steps.push(step);
-  await planPathCommand(ctx, program.command, plan);
-  return program;
-}
-
-/** The note naming the command the hooks run (would run, in a dry run). */
-export function hooksRun(command: string): Note {
-  return (p) => `Hooks ${p ? "would run" : "run"}: ${command}`;
-}
-
-/** The entry points bundled, and the file each becomes. */
-const ENTRIES: readonly { source: string; out: string }[] = [
-  { source: "main.ts", out: COPY_FILES.main },
-  { source: "cli/hook.ts", out: COPY_FILES.hook },
-];
-
-/** A built program copy: its id and its files (not yet placed anywhere). */
-interface BuiltCopy {
-  id: string;
-  files: { name: string; bytes: Uint8Array }[];
-  /** Total size in bytes. */
-  bytes: number;
+  const where = (ctx.env.PATH ?? "").split(":").includes(dir)
+    ? `(${dir} is on PATH)`
+    : `— ${dir} is not on PATH: add it (\`export PATH="${dir}:$PATH"\` in ~/.profile or your shell's rc ` +
+      `file), or run ${path}`;
+  plan.notes.push((p) => `Command: openviking-kimi ${p ? "would be" : "is"} ${path} ${where}.`);
 }
 
 /** Where the versions live: `~/.openviking/agent-integrations/kimicode/versions`. */
-export function versionsDir(env: Env): string {
-  return joinPath(integrationDir(env), "versions");
-}
+export const versionsDir = (env: Env): string => joinPath(integrationDir(env), "versions");
 
-/** The first lines of a process's stderr that say what went wrong (colours removed). */
-function cause(stderr: Uint8Array): string {
-  // deno-lint-ignore no-control-regex
-  const text = new TextDecoder().decode(stderr).replace(/\u001b\[[0-9;]*m/g, "");
-  return text.split("\n").map((l) => l.trim()).filter(Boolean).slice(0, 4).join(" / ");
-}
+/** A built program copy: its id, its files, their size. */
+type BuiltCopy = { id: string; files: { name: string; bytes: Uint8Array }[]; bytes: number };
 
-/** Runs `deno <args>`: what it printed, or why it failed. */
+/** Runs `deno <args>`: what it printed, or why it failed (the first lines of its stderr, colours removed). */
 async function runDeno(
   deno: string,
   args: string[],
-  options: { env?: Record<string, string>; cwd?: string } = {},
-): Promise<{ ok: true; stdout: string } | { ok: false; why: string }> {
-  const io = { stdin: "null", stdout: "piped", stderr: "piped" } as const;
-  const out = await new Deno.Command(deno, { args, ...options, ...io }).output();
-  if (out.success) return { ok: true, stdout: new TextDecoder().decode(out.stdout).trim() };
-  return { ok: false, why: cause(out.stderr) || `exit ${out.code}` };
+  options: { env?: Record<string, string>; cwd?: string },
+) {
+  const out = await new Deno.Command(deno, {
+    args,
+    ...options,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  })
+    .output();
+  if (out.success) return { ok: true as const, stdout: new TextDecoder().decode(out.stdout).trim() };
+  // deno-lint-ignore no-control-regex
+  const text = new TextDecoder().decode(out.stderr).replace(/\u001b\[[0-9;]*m/g, "");
+  const why = text.split("\n").map((l) => l.trim()).filter(Boolean).slice(0, 4).join(" / ");
+  return { ok: false as const, why: why || `exit ${out.code}` };
 }
-
-/** Bundles the checkout at `root` into `out` and checks the result runs offline under the production flags. */
-async function bundleInto(
-  root: string,
-  deno: string,
-  flags: readonly string[],
-  out: string,
-): Promise<string> {
-  const config = joinPath(root, "deno.json");
-  for (const e of ENTRIES) {
-    const run = () =>
-      runDeno(deno, [
-        ...["bundle", "--quiet", "--platform", "deno", "--frozen-lockfile", "--config", config],
-        ...["--output", joinPath(out, e.out), joinPath(root, e.source)],
-      ], { cwd: root }); // the bundle names modules relative to its cwd: our own ones the same in any checkout
-    // Deno's first bundle on a machine installs esbuild into its cache, which a bundle started at the same
-    // moment (another install) can trip over: a failed bundle is tried once more.
-    const made = await run().then((first) => (first.ok ? first : run()));
-    if (!made.ok) {
-      return `could not bundle the program (\`deno bundle\`, Deno ${Deno.version.deno}): ${made.why}. Run ` +
-        "`deno task check` in the checkout, or install a release binary";
-    }
-  }
-  const main = joinPath(out, COPY_FILES.main);
-  const env = { DENO_DIR: joinPath(out, COPY_FILES.denoDir) };
-  const ran = await runDeno(deno, ["run", ...flags, ...COPY_RUN_FLAGS, main, "version"], { env });
-  if (ran.ok && ran.stdout === VERSION) return "";
-  const said = ran.ok ? `said ${JSON.stringify(ran.stdout)}` : `failed: ${ran.why}`;
-  return `the bundled program does not run (\`version\` ${said})`;
-}
-
-/** An npm package's path in Deno's cache as a bundle names it (relative to the checkout: `../../…/npm/registry.npmjs.org/`). */
-const NPM_CACHE_PATH = /(?:\.\.\/)*[^\s"'`]*?\/npm\/registry\.npmjs\.org\//g;
 
 /** The bundles' text with where Deno's npm cache is left out: what the version hashes (same code, same id). */
-const comparable = (bytes: Uint8Array) => new TextDecoder().decode(bytes).replace(NPM_CACHE_PATH, "<npm>/");
+const comparable = (bytes: Uint8Array) =>
+  new TextDecoder().decode(bytes).replace(/(?:\.\.\/)*[^\s"'`]*?\/npm\/registry\.npmjs\.org\//g, "<npm>/");
 
 const builds = new Map<string, Promise<BuiltCopy>>();
 
-/** Builds (once per process and checkout) the program copy of the checkout at `root`. */
+/** Builds (once per process and checkout) the program copy of the checkout at `root`: both bundles, checked to run. */
 function buildCopy(root: string, flags: readonly string[]): Promise<BuiltCopy> {
   const key = [root, ...flags].join("\0");
-  let build = builds.get(key);
-  if (!build) {
-    build = (async () => {
-      const tmp = await Deno.makeTempDir({ prefix: "openviking-kimi-copy-" });
-      try {
-        const failed = await bundleInto(root, Deno.execPath(), flags, tmp);
-        if (failed) throw new Error(failed);
-        const files = await Promise.all(
-          ENTRIES.map(async (e) => ({ name: e.out, bytes: await Deno.readFile(joinPath(tmp, e.out)) })),
-        );
-        const all = await new Blob(files.flatMap((f) => [f.bytes, new Uint8Array(1)])).bytes();
-        return {
-          id: `${VERSION}-${(await sha256Hex(comparable(all))).slice(0, 12)}`,
-          files,
-          bytes: all.length,
-        };
-      } finally {
-        await Deno.remove(tmp, { recursive: true }).catch(() => {});
+  const built = builds.get(key) ?? (async () => {
+    const tmp = await Deno.makeTempDir({ prefix: "openviking-kimi-copy-" });
+    const deno = Deno.execPath();
+    try {
+      const entries = [["main.ts", COPY_FILES.main], ["cli/hook.ts", COPY_FILES.hook]];
+      for (const [source, out] of entries) {
+        const args = ["bundle", "--quiet", "--platform", "deno", "--frozen-lockfile", "--config"];
+        const files = [joinPath(root, "deno.json"), "--output", joinPath(tmp, out), joinPath(root, source)];
+        // In the checkout, so modules are named alike in any; a first bundle installing esbuild is tried twice.
+        const run = () => runDeno(deno, [...args, ...files], { cwd: root });
+        const made = await run().then((first) => (first.ok ? first : run()));
+        if (!made.ok) {
+          throw new Error(
+            `could not bundle the program (\`deno bundle\`, Deno ${Deno.version.deno}): ${made.why}. Run ` +
+              "`deno task check` in the checkout, or install a release binary",
+          );
+        }
       }
-    })();
-    builds.set(key, build);
-    build.catch(() => builds.delete(key));
-  }
-  return build;
+      const env = { DENO_DIR: joinPath(tmp, COPY_FILES.denoDir) };
+      const main = joinPath(tmp, COPY_FILES.main);
+      const ran = await runDeno(deno, ["run", ...flags, ...COPY_RUN_FLAGS, main, "version"], { env });
+      if (!ran.ok || ran.stdout !== VERSION) {
+        const said = ran.ok ? `said ${JSON.stringify(ran.stdout)}` : `failed: ${ran.why}`;
+        throw new Error(`the bundled program does not run (\`version\` ${said})`);
+      }
+      const files = await Promise.all(
+        entries.map(async ([, name]) => ({ name, bytes: await Deno.readFile(joinPath(tmp, name)) })),
+      );
+      const all = await new Blob(files.flatMap((f) => [f.bytes, new Uint8Array(1)])).bytes();
+      return {
+        id: `${VERSION}-${(await sha256Hex(comparable(all))).slice(0, 12)}`,
+        files,
+        bytes: all.length,
+      };
+    } finally {
+      await Deno.remove(tmp, { recursive: true }).catch(() => {});
+    }
+  })();
+  builds.set(key, built);
+  built.catch(() => builds.delete(key));
+  return built;
 }
 
 /**
@@ -302,13 +234,11 @@ async function planCopy(
   copy: BuiltCopy,
   spec: { root: string; deno: string; flags: string[] },
   plan: Plan,
-): Promise<{ dir: string; launcher: string; launcherText: string; source: string }> {
+) {
   const { deno, flags } = spec;
   const dir = joinPath(versionsDir(ctx.env), copy.id);
-  const [info, launcher] = [joinPath(dir, COPY_FILES.info), joinPath(dir, "bin", EXECUTABLE_NAME)];
-  const [infoBefore, launcherBefore] = await Promise.all(
-    [info, launcher].map((f) => readTextIfExists(f).catch(() => undefined)),
-  );
+  const [info, launcher] = [joinPath(dir, COPY_FILES.info), launcherOf(dir)];
+  const [infoBefore, launcherBefore] = await Promise.all([read(info), read(launcher)]);
   const recorded = asRecord(parseJsonOrUndefined(infoBefore)).source;
   const source = typeof recorded === "string" && recorded !== "" ? recorded : spec.root;
   const text = launcherText({ dir, deno, flags, source, id: copy.id, version: VERSION });
@@ -322,39 +252,41 @@ async function planCopy(
     bundledBy: `deno ${Deno.version.deno}`,
   };
   const infoText = `${JSON.stringify(record, null, 2)}\n`;
-  const placed = { dir, launcher, launcherText: text, source };
+  const same = (f: BuiltCopy["files"][number]) =>
+    Deno.readFile(joinPath(dir, f.name)).then((b) => comparable(b) === comparable(f.bytes), () => false);
   const intact = await Deno.stat(joinPath(dir, COPY_FILES.lock)).then((s) => s.isFile, () => false) &&
-    (await Promise.all(
-      copy.files.map((f) =>
-        Deno.readFile(joinPath(dir, f.name)).then((b) => comparable(b) === comparable(f.bytes), () => false)
-      ),
-    )).every(Boolean);
+    (await Promise.all(copy.files.map(same))).every(Boolean);
   if (intact) {
-    const rewrites = [
-      { path: launcher, before: launcherBefore, after: text, what: "launcher" },
-      { path: info, before: infoBefore, after: infoText, what: "record" },
-    ];
-    for (const { what, ...change } of rewrites.filter((r) => r.before !== r.after)) {
-      plan.steps.push(fileStep({ ...change, backup: "none" }, `${what} of the program copy updated`));
+    for (
+      const [what, path, before, after] of [
+        ["launcher", launcher, launcherBefore, text],
+        ["record", info, infoBefore, infoText],
+      ] as const
+    ) {
+      if (before !== after) {
+        plan.steps.push(
+          fileStep({ path, before, after, backup: "none" }, `${what} of the program copy updated`),
+        );
+      }
     }
-    return placed;
+  } else {
+    const files: TreeFile[] = [
+      ...copy.files.map((f) => ({ path: f.name, content: f.bytes, mode: 0o600 })),
+      { path: COPY_FILES.info, content: infoText, mode: 0o600 },
+      { path: COPY_FILES.lock, content: "", mode: 0o600 },
+      { path: `bin/${EXECUTABLE_NAME}`, content: text, mode: 0o700 },
+    ];
+    const size = `${Math.round(copy.bytes / 1024)} KB`;
+    plan.steps.push(swapStep({
+      describe: `place the program copy ${dir} (${size})`,
+      path: dir,
+      make: (tmp) => writeTree(tmp, files, ["bin", COPY_FILES.denoDir]),
+      privateDir: true,
+      message: `program copy in place: ${dir} (${size}; it runs without the checkout)`,
+      check: () => checkCreatable(dir),
+    }));
   }
-  const files: TreeFile[] = [
-    ...copy.files.map((f) => ({ path: f.name, content: f.bytes, mode: 0o600 })),
-    { path: COPY_FILES.info, content: infoText, mode: 0o600 },
-    { path: COPY_FILES.lock, content: "", mode: 0o600 },
-    { path: `bin/${EXECUTABLE_NAME}`, content: text, mode: 0o700 },
-  ];
-  const size = `${Math.round(copy.bytes / 1024)} KB`;
-  plan.steps.push(swapStep({
-    describe: `place the program copy ${dir} (${size})`,
-    path: dir,
-    make: (tmp) => writeTree(tmp, files, ["bin", COPY_FILES.denoDir]),
-    privateDir: true,
-    message: `program copy in place: ${dir} (${size}; it runs without the checkout)`,
-    check: () => checkCreatable(dir),
-  }));
-  return placed;
+  return { dir, launcher, text, source };
 }
 
 /** The lines of record text (one a line), blank ones left out. */
@@ -369,51 +301,39 @@ export async function recordStep(
   edit: (lines: string[]) => string[],
   describe: string,
 ): Promise<Step | undefined> {
-  const before = await readTextIfExists(path).catch(() => undefined);
+  const before = await read(path);
   const [listed, lines] = [linesOf(before), edit(linesOf(before))];
-  if (lines.length === listed.length && lines.every((l, i) => l === listed[i])) return undefined;
+  if (lines.join("\n") === listed.join("\n")) return undefined;
   const after = lines.length ? `${lines.join("\n")}\n` : undefined;
   const step = fileStep({ path, before, after, backup: "none" }, describe, { describe, message: "" });
   return { ...step, check: () => checkCreatable(path) };
 }
 
 /** An edit of a record's lines adding `lines` not there yet. */
-const adding = (lines: string[]) => (listed: string[]) => [
-  ...listed,
-  ...[...new Set(lines)].filter((l) => !listed.includes(l)),
-];
+const adding = (lines: string[]) => (listed: string[]) => [...new Set([...listed, ...lines])];
 
 /** The record of the directories install made (one a line), which a `--purge` removes when left empty. */
-export function madeDirsFile(env: Env): string {
-  return joinPath(integrationDir(env), "made-dirs");
-}
+export const madeDirsFile = (env: Env): string => joinPath(integrationDir(env), "made-dirs");
 
 /** The step recording which of `dirs` (and their parents up to the home) this install makes; none when all are there. */
 export async function madeDirsStep(env: Env, dirs: string[]): Promise<Step | undefined> {
   const home = env.HOME ?? env.USERPROFILE;
   const missing: string[] = [];
   for (const dir of dirs) {
-    for (
-      let d = dir;
-      d !== home && dirName(d) !== d && !(await Deno.lstat(d).then(() => true, () => false));
-      d = dirName(d)
-    ) {
-      missing.push(d);
-    }
+    for (let d = dir; d !== home && dirName(d) !== d && !(await exists(d)); d = dirName(d)) missing.push(d);
   }
   const path = madeDirsFile(env);
   return await recordStep(path, adding(missing), `record the directories this install makes in ${path}`);
 }
 
 /** The directories install recorded making. */
-export async function madeDirList(env: Env): Promise<string[]> {
-  return linesOf(await readTextIfExists(madeDirsFile(env)).catch(() => undefined));
-}
+export const madeDirList = async (env: Env): Promise<string[]> => linesOf(await read(madeDirsFile(env)));
+
+const exists = (path: string) => Deno.lstat(path).then(() => true, () => false);
 
 /** The Kimi homes installed into (absolute paths only), and `also`. */
 async function knownHomes(env: Env, also: string[]): Promise<string[]> {
-  const listed = linesOf(await readTextIfExists(homesFile(env)).catch(() => undefined));
-  const lines = [...listed, ...also].map((l) => l.trim());
+  const lines = [...linesOf(await read(homesFile(env))), ...also].map((l) => l.trim());
   return [...new Set(lines.filter((l) => l.startsWith("/") || /^[A-Za-z]:/.test(l)))];
 }
 
@@ -421,11 +341,10 @@ async function knownHomes(env: Env, also: string[]): Promise<string[]> {
 export async function installedHomes(env: Env, except: string): Promise<string[]> {
   const installed: string[] = [];
   for (const home of await knownHomes(env, [orNoHome(() => kimiHome(env)) ?? ""])) {
-    if (home === except) continue;
-    const state = await readKimiState(home);
+    const s = home === except ? undefined : await readKimiState(home);
     if (
-      state.blocks.some((b) => b.owner === "ours") || state.mcpOwner === "ours" ||
-      state.plugin?.owner === "ours" || state.unreadable.length > 0
+      s && (s.blocks.some((b) => b.owner === "ours") || s.mcpOwner === "ours" || s.plugin?.owner === "ours" ||
+        s.unreadable.length > 0)
     ) installed.push(home);
   }
   return installed;
@@ -437,36 +356,39 @@ async function usedBy(id: string, homes: string[], command?: string): Promise<st
     return `the command ${command} runs it`;
   }
   for (const home of homes) {
-    const bin = joinPath(home, "plugins", "managed", PLUGIN_ID, "bin");
-    for (
-      const f of [joinPath(home, "config.toml"), joinPath(home, "mcp.json"), joinPath(bin, EXECUTABLE_NAME)]
-    ) {
-      if ((await readTextIfExists(f).catch(() => undefined))?.includes(id)) {
-        return `the Kimi home ${home} runs it`;
-      }
+    const bin = launcherOf(joinPath(home, "plugins", "managed", PLUGIN_ID));
+    for (const f of [joinPath(home, "config.toml"), joinPath(home, "mcp.json"), bin]) {
+      if ((await read(f))?.includes(id)) return `the Kimi home ${home} runs it`;
     }
   }
   return undefined;
 }
 
 /** The version directories in place other than `keep` (leftovers of placements start with "."). */
-async function otherVersions(env: Env, keep: string | undefined): Promise<string[]> {
+async function otherVersions(env: Env, keep?: string): Promise<string[]> {
   const names = await Array.fromAsync(Deno.readDir(versionsDir(env)), (e) => e.isDirectory ? e.name : "")
     .catch(() => []);
   return names.filter((n) => n !== "" && n !== keep);
 }
 
-/** How long a purge waits for a copy to be let go: our idle watch ends within a second of the hook state going. */
-const PURGE_WAIT_MS = 3000;
+/** Each version a home of `homes` registers: `[its directory, which home runs it]`. */
+async function versionsOf(env: Env, homes: string[]): Promise<[string, string][]> {
+  const out: [string, string][] = [];
+  for (const name of await otherVersions(env)) {
+    const user = name.startsWith(".") ? undefined : await usedBy(name, homes);
+    if (user) out.push([joinPath(versionsDir(env), name), user]);
+  }
+  return out;
+}
 
-/** Removes the version at `path` unless a process holds its in-use.lock; returns why it stays. */
+/** Removes the version at `path` unless a process holds its in-use.lock (a purge waits 3 s); returns why it stays. */
 async function removeUnlocked(path: string, purge = false): Promise<string | undefined> {
   const lock = await Deno.open(joinPath(path, COPY_FILES.lock), { read: true, write: true }).catch(() =>
     undefined
   );
   try {
     let free = !lock || await lock.tryLock(true);
-    for (const until = Date.now() + (purge ? PURGE_WAIT_MS : 0); !free && Date.now() < until;) {
+    for (const until = Date.now() + (purge ? 3000 : 0); !free && Date.now() < until;) {
       await new Promise((r) => setTimeout(r, 100));
       free = await lock!.tryLock(true);
     }
@@ -474,7 +396,7 @@ async function removeUnlocked(path: string, purge = false): Promise<string | und
       const busy = "a running process uses it (a Kimi session's MCP server or a hook)";
       // A purge leaves no command of ours on PATH: the copy's own launcher finishes the job.
       return purge
-        ? `${busy}; once it has ended, run ${joinPath(path, "bin", EXECUTABLE_NAME)} uninstall --purge`
+        ? `${busy}; once it has ended, run ${launcherOf(path)} uninstall --purge`
         : `${busy}; a later install removes it`;
     }
     await Deno.remove(path, { recursive: true });
@@ -487,119 +409,93 @@ async function removeUnlocked(path: string, purge = false): Promise<string | und
 }
 
 /**
- * Removes every version but `keep` nothing uses, and placement leftovers over an hour old; says what it removed
- * and which it did not, and why.
- */
-async function sweep(
-  env: Env,
-  options: { keep?: string; kimiHome: string; purge?: boolean },
-): Promise<{ done: string[]; notes: string[] }> {
-  const homes = await knownHomes(env, [options.kimiHome]);
-  const said = { done: [] as string[], notes: [] as string[] };
-  releaseCopyLock(); // this run only exits afterwards: its own copy is not "in use" by it
-  for (const name of await otherVersions(env, options.keep)) {
-    const path = joinPath(versionsDir(env), name);
-    if (name.startsWith(".")) {
-      const made = (await Deno.stat(path).catch(() => undefined))?.mtime?.getTime() ?? Date.now();
-      if (Date.now() - made > 3_600_000) await Deno.remove(path, { recursive: true }).catch(() => {});
-      continue;
-    }
-    const why = await usedBy(name, homes, pathCommand(env, "posix")) ??
-      await removeUnlocked(path, options.purge);
-    // Next to the one installed, a "previous version"; else one another home runs may be anybody's current.
-    const version = options.keep ? "previous version" : "version";
-    if (why) said.notes.push(`the ${version} ${path} was not removed: ${why}`);
-    else said.done.push(`${version} removed: ${path}`);
-  }
-  return said;
-}
-
-/**
  * What a last purge leaves (its sweep keeps them): each version a home of the record other than `except` still
  * runs — one uninstalled without --purge, whose plugin directory stayed — with the command that removes both.
  */
 export async function versionsLeftFor(env: Env, except: string): Promise<string[]> {
   const out: string[] = [];
   for (const home of (await knownHomes(env, [])).filter((h) => h !== except)) {
-    for (const name of await otherVersions(env, undefined)) {
-      const copy = joinPath(versionsDir(env), name);
-      if (!name.startsWith(".") && await usedBy(name, [home])) {
-        out.push(
-          `${copy}, which ${home} still runs (\`${joinPath(copy, "bin", EXECUTABLE_NAME)} uninstall ` +
-            `--purge --kimi-home ${home}\` removes both)`,
-        );
-      }
+    for (const [copy] of await versionsOf(env, [home])) {
+      out.push(
+        `${copy}, which ${home} still runs (\`${
+          launcherOf(copy)
+        } uninstall --purge --kimi-home ${home}\` removes both)`,
+      );
     }
   }
   return out;
 }
 
 /** The versions a Kimi home of `homes` registers, each as "<its directory> (<which home runs it>)". */
-export async function versionsUsedBy(env: Env, homes: string[]): Promise<string[]> {
-  const out: string[] = [];
-  for (const name of await otherVersions(env, undefined)) {
-    const user = name.startsWith(".") ? undefined : await usedBy(name, homes);
-    if (user) out.push(`${joinPath(versionsDir(env), name)} (${user})`);
-  }
-  return out;
-}
+export const versionsUsedBy = async (env: Env, homes: string[]): Promise<string[]> =>
+  (await versionsOf(env, homes)).map(([dir, user]) => `${dir} (${user})`);
 
 /**
  * The sweep, at the end of a run that changed something (a failed run never removes a version it would put
- * back); none when only `keep` and versions other homes register are there.
+ * back): every version but `keep` nothing uses, and placement leftovers over an hour old; none when only
+ * `keep` and versions other homes register are there.
  */
 export async function sweepStep(
   env: Env,
   options: { keep?: string; kimiHome: string; purge?: boolean },
 ): Promise<Step | undefined> {
-  const homes = (await knownHomes(env, [])).filter((h) => h !== options.kimiHome);
-  for (const name of await otherVersions(env, options.keep)) {
-    if (!name.startsWith(".") && await usedBy(name, homes)) continue;
-    return {
-      describe: `remove the versions in ${versionsDir(env)} that nothing uses any more`,
-      run: () => Promise.resolve({ commit: () => sweep(env, options) }),
-    };
-  }
-  return undefined;
+  const others = (await knownHomes(env, [])).filter((h) => h !== options.kimiHome);
+  const names = await otherVersions(env, options.keep);
+  const used = new Set((await versionsOf(env, others)).map(([dir]) => dir));
+  if (names.every((n) => used.has(joinPath(versionsDir(env), n)))) return undefined;
+  const commit = async () => {
+    const homes = await knownHomes(env, [options.kimiHome]);
+    const said = { done: [] as string[], notes: [] as string[] };
+    releaseCopyLock(); // this run only exits afterwards: its own copy is not "in use" by it
+    for (const name of await otherVersions(env, options.keep)) {
+      const path = joinPath(versionsDir(env), name);
+      if (name.startsWith(".")) {
+        const made = (await Deno.stat(path).catch(() => undefined))?.mtime?.getTime() ?? Date.now();
+        if (Date.now() - made > 3_600_000) await Deno.remove(path, { recursive: true }).catch(() => {});
+        continue;
+      }
+      const why = await usedBy(name, homes, pathCommand(env, "posix")) ??
+        await removeUnlocked(path, options.purge);
+      // Next to the one installed, a "previous version"; else one another home runs may be anybody's current.
+      const version = options.keep ? "previous version" : "version";
+      if (why) said.notes.push(`the ${version} ${path} was not removed: ${why}`);
+      else said.done.push(`${version} removed: ${path}`);
+    }
+    return said;
+  };
+  return {
+    describe: `remove the versions in ${versionsDir(env)} that nothing uses any more`,
+    run: () => Promise.resolve({ commit }),
+  };
 }
 
-/** What a launcher needs to know. */
-export interface LauncherSpec {
-  /** The copy's directory. */
+/** What a launcher needs to know: the copy's directory, the Deno install used, the production flags, the source checkout. */
+interface LauncherSpec {
   dir: string;
-  /** The Deno install used. */
   deno: string;
-  /** The production flags (deno.json's `cli` task). */
   flags: readonly string[];
   version: string;
   id: string;
-  /** The checkout the copy was built from. */
   source: string;
 }
-
-/** A failing doctor check. */
-type Failing = Check & { status: "fail"; fix: string };
 
 const MARKER = "# openviking-kimi copy ";
 
 /** Where else Deno usually lives, in search order: `$VAR/path` (an absolute VAR only) or a fixed path; `*` a glob. */
-const USUAL: readonly { base?: "DENO_INSTALL" | "HOME" | "NVM_DIR"; path: string }[] = [
-  { base: "DENO_INSTALL", path: "bin/deno" },
-  { base: "HOME", path: ".deno/bin/deno" },
-  { base: "HOME", path: ".local/bin/deno" },
-  { path: "/opt/homebrew/bin/deno" },
-  { path: "/usr/local/bin/deno" },
-  { path: "/usr/bin/deno" },
-  { base: "NVM_DIR", path: "versions/node/*/bin/deno" },
+const USUAL: readonly (readonly ["DENO_INSTALL" | "HOME" | "NVM_DIR" | undefined, string])[] = [
+  ["DENO_INSTALL", "bin/deno"],
+  ["HOME", ".deno/bin/deno"],
+  ["HOME", ".local/bin/deno"],
+  [undefined, "/opt/homebrew/bin/deno"],
+  [undefined, "/usr/local/bin/deno"],
+  [undefined, "/usr/bin/deno"],
+  ["NVM_DIR", "versions/node/*/bin/deno"],
 ];
 
-const USUAL_WORDS =
-  "~/.deno/bin, ~/.local/bin, $DENO_INSTALL/bin, /opt/homebrew/bin, /usr/local/bin, /usr/bin, nvm's Node versions";
-
 /** Where the copy came from and what reinstalls it: in that checkout, or (`gone`) in a clone, since it is gone. */
-type Source = Pick<LauncherSpec, "source"> & { mode?: "config" | "plugin"; gone?: boolean };
+type Source = { source: string; mode?: "config" | "plugin"; gone?: boolean };
 
-/** The install command that works for `s`, in words (after "run"): in its checkout, or in a clone when that is gone. */
+/** The install command that works for `s`, in words (after "run"). */
 function reinstall(s: Source): string {
   const command = `deno task -q install${s.mode === "plugin" ? " --mode plugin" : ""}`;
   const modes = s.mode === undefined ? " (with `--mode plugin` for plugin mode)" : "";
@@ -613,31 +509,35 @@ function reinstall(s: Source): string {
 }
 
 /** The failing check of a copy whose Deno is gone: what is missing and how to get it back. */
-export function denoNotFound(spec: Pick<LauncherSpec, "deno"> & Source): Failing {
+export function denoNotFound(spec: { deno: string } & Source): Check & { fix: string } {
   return {
     id: "deno",
     status: "fail",
     summary: `Deno not found at ${spec.deno} (the one install used), on PATH or in the usual places ` +
-      `(${USUAL_WORDS}): the hooks do nothing and the MCP server cannot start`,
+      "(~/.deno/bin, ~/.local/bin, $DENO_INSTALL/bin, /opt/homebrew/bin, /usr/local/bin, /usr/bin, nvm's Node " +
+      "versions): the hooks do nothing and the MCP server cannot start",
     fix: `reinstall with: install Deno 2 (\`npm install -g deno\`, or see https://deno.com), then ${
       spec.gone ? "" : "run "
     }${reinstall(spec)}`,
   };
 }
 
-/** What a launcher whose copy lost its code (the version directory moved or deleted, a bundle missing) says. */
-const copyIncomplete = (spec: Pick<LauncherSpec, "dir"> & Source) =>
-  `the program copy ${spec.dir} is gone or incomplete (${COPY_FILES.main} or ${COPY_FILES.hook} is missing); ` +
-  `run install again: ${reinstall(spec)}`;
-
-/** A check in one line: "Deno not found at …; reinstall with …". */
-const oneLine = (c: Failing) => `${c.summary.replace(/: the hooks do nothing.*$/, "")}; ${c.fix}`;
-
 /** The launcher's text: a POSIX sh script (a checkout installs on POSIX systems only). */
 export function launcherText(spec: LauncherSpec): string {
   const marker = JSON.stringify({ dir: spec.dir, deno: spec.deno, id: spec.id });
   const run = [...spec.flags, ...COPY_RUN_FLAGS].map(shellQuote).join(" ");
-  const usual = USUAL.map((p) => (p.base ? `"$${p.base[0].toLowerCase()}"/${p.path}` : p.path)).join(" ");
+  const usual = USUAL.map(([base, path]) => (base ? `"$${base[0].toLowerCase()}"/${path}` : path)).join(" ");
+  // Why it cannot run, in one line, and the install that works (in the checkout, or in a clone when it is gone).
+  const why = (gone: boolean, deno: boolean) => {
+    if (!deno) {
+      const c = denoNotFound({ ...spec, gone });
+      return shellQuote(`${c.summary.replace(/: the hooks do nothing.*$/, "")}; ${c.fix}`);
+    }
+    return shellQuote(
+      `the program copy ${spec.dir} is gone or incomplete (${COPY_FILES.main} or ${COPY_FILES.hook} is ` +
+        `missing); run install again: ${reinstall({ ...spec, gone })}`,
+    );
+  };
   return `#!/bin/sh
 # openviking-kimi ${spec.version}: runs the program copy in ${spec.dir}
 # (bundled from ${spec.source.replace(/\n/g, " ")} by \`openviking-kimi install\`) with Deno, offline.
@@ -662,13 +562,12 @@ if [ -n "$deno" ] && [ -f "$dir/$entry" ]; then
   trap '' XFSZ
   DENO_DIR="$dir/${COPY_FILES.denoDir}" exec "$deno" run ${run} "$dir/$entry" "$@"
 fi
-# No Deno, or the copy's code is gone: a hook stays silent (Kimi must never break); the rest say why, and
-# the install that works (in the checkout the copy was built from, or in a clone when it is gone).
+# No Deno, or the copy's code is gone: a hook stays silent (Kimi must never break); the rest say why.
 if [ -f ${shellQuote(joinPath(spec.source, "deno.json"))} ]; then
-  if [ -z "$deno" ]; then why=${shellQuote(oneLine(denoNotFound(spec)))}
-  else why=${shellQuote(copyIncomplete(spec))}; fi
-elif [ -z "$deno" ]; then why=${shellQuote(oneLine(denoNotFound({ ...spec, gone: true })))}
-else why=${shellQuote(copyIncomplete({ ...spec, gone: true }))}; fi
+  if [ -z "$deno" ]; then why=${why(false, false)}
+  else why=${why(false, true)}; fi
+elif [ -z "$deno" ]; then why=${why(true, false)}
+else why=${why(true, true)}; fi
 if [ "$1" = hook ]; then [ -t 0 ] || cat >/dev/null 2>&1; exit 0; fi
 printf 'openviking-kimi: %s\\n' "$why" >&2
 exit 1
@@ -678,47 +577,40 @@ exit 1
 /** What a launcher says of its copy (its marker line), or undefined when the text is not a launcher. */
 export function launcherInfo(text: string): { dir: string; deno: string; id: string } | undefined {
   const line = text.split(/\r?\n/).find((l) => l.startsWith(MARKER));
-  try {
-    const { dir, deno, id } = JSON.parse(line!.slice(line!.indexOf("{"))) as Record<string, unknown>;
-    return typeof dir === "string" && typeof deno === "string" && typeof id === "string"
-      ? { dir, deno, id }
-      : undefined;
-  } catch {
-    return undefined;
-  }
+  const info = asRecord(parseJsonOrUndefined(line?.slice(MARKER.length)));
+  const { dir, deno, id } = info;
+  return typeof dir === "string" && typeof deno === "string" && typeof id === "string"
+    ? { dir, deno, id }
+    : undefined;
 }
 
 /** Whether `path` is an executable file. */
-export async function isExecutable(path: string, os: OsFamily): Promise<boolean> {
+export async function isExecutable(path: string, os: "posix" | "windows"): Promise<boolean> {
   const info = await Deno.stat(path).catch(() => undefined);
   return !!info?.isFile && (os === "windows" || ((info.mode ?? 0) & 0o111) !== 0);
 }
 
 /** The Deno the launcher would run: the recorded one, then PATH, then the usual places; undefined: none. */
 export async function findDeno(recorded: string, env: Env): Promise<string | undefined> {
-  const path = (env.PATH ?? "").split(":").filter(Boolean).map((d) => joinPath(d, "deno"));
   const absolute = (v: string | undefined) => (v?.startsWith("/") ? v : undefined);
   const bases = {
     DENO_INSTALL: absolute(env.DENO_INSTALL),
     HOME: absolute(env.HOME),
     NVM_DIR: absolute(env.NVM_DIR) ?? `${absolute(env.HOME) ?? "/nonexistent"}/.nvm`,
   };
-  const usual = USUAL.flatMap((p) => {
-    const base = p.base ? bases[p.base] : "";
-    return base === undefined ? [] : [p.base ? joinPath(base, p.path) : p.path];
-  });
+  const usual = USUAL.flatMap(([base, path]) =>
+    !base ? [path] : bases[base] === undefined ? [] : [joinPath(bases[base], path)]
+  );
+  const path = (env.PATH ?? "").split(":").filter(Boolean).map((d) => joinPath(d, "deno"));
   for (const candidate of [recorded, ...path, ...usual]) {
-    const star = candidate.indexOf("*");
-    const found = star < 0 ? [candidate] : await glob(candidate, star);
-    for (const f of found) if (await isExecutable(f, "posix")) return f;
+    const [head, tail] = candidate.split("/*/");
+    const names = tail === undefined
+      ? [""]
+      : (await Array.fromAsync(Deno.readDir(head), (e) => e.name).catch(() => [] as string[])).sort();
+    for (const n of names) {
+      const f = tail === undefined ? candidate : `${head}/${n}/${tail}`;
+      if (await isExecutable(f, "posix")) return f;
+    }
   }
   return undefined;
-}
-
-/** The paths a pattern with one `*` in a directory name names, sorted. */
-async function glob(pattern: string, star: number): Promise<string[]> {
-  const parent = pattern.slice(0, pattern.lastIndexOf("/", star));
-  const rest = pattern.slice(pattern.indexOf("/", star));
-  const names = await Array.fromAsync(Deno.readDir(parent), (e) => e.name).catch(() => [] as string[]);
-  return names.sort().map((n) => `${parent}/${n}${rest}`);
 }

@@ -61,22 +61,16 @@ export async function keyChangeNote(
     .filter((s) => s.to && goesTo(s.to, was) && !goesTo(s.to, now)) ?? [];
   if (!waiting.length && !queued.length) return undefined;
   const sum = (k: "messages" | "commits") => queued.reduce((n, s) => n + s[k], 0);
+  const counted = countWords({ messages: sum("messages"), commits: sum("commits"), sessions: queued.length });
   const parts = [
     waiting.length &&
-    `${
-        waiting.reduce((a, b) => a + b, 0)
-      } message(s) of ${waiting.length} session(s) wait for a commit that ` +
-      "only that key makes",
-    queued.length &&
-    `${countWords({ messages: sum("messages"), commits: sum("commits"), sessions: queued.length })} queued ` +
-      "go only with that key or one of the same user: to send them, run " +
+    `${waiting.reduce((a, b) => a + b, 0)} message(s) of ${waiting.length} session(s) wait ` +
+      "for a commit that only that key makes",
+    queued.length && `${counted} queued go only with that key or one of the same user: to send them, run ` +
       `\`OPENVIKING_API_KEY=<the previous key> ${commandName(env)} replay\``,
   ].filter(Boolean);
   return `Note: under the previous key for ${was.url}, ${parts.join(", and ")}.`;
 }
-
-/** The time all of a purge's commits get together. */
-const COMMIT_BUDGET_MS = 10_000;
 
 /** How long a purge waits for the captures still running: a capture worker's budget (60 s), and some. */
 const RUNNING_WAIT_MS = 70_000;
@@ -146,12 +140,12 @@ export async function purgeCommitStep(
       : `let the captures still running finish first (at most ${RUNNING_WAIT_MS / 1000} s)`,
     run: async () => {
       const client = createClient(config, "", ctx.fetch ? { fetch: ctx.fetch } : {});
-      const to = { budget: new Budget(COMMIT_BUDGET_MS), pendingDir: pending };
-      const [done, queued, missed] = [[] as string[], [] as string[], [] as string[]];
+      const to = { budget: new Budget(10_000), pendingDir: pending }; // the time all its commits get together
+      const [done, queued, missed]: string[][] = [[], [], []];
       const away: (Destination & { what: string })[] = [];
-      const kept = joinPath(pending, REJECTED_SUBDIR);
-      const refused =
-        `OpenViking refused the commit (kept in ${kept}: install again and run replay --rejected)`;
+      const refused = `OpenViking refused the commit (kept in ${
+        joinPath(pending, REJECTED_SUBDIR)
+      }: install again and run replay --rejected)`;
       /** What waits in `start` (state `file`) committed, or its commit queued, or named. */
       const settle = async (file: string, start: SessionState) => {
         let s = start;
@@ -229,8 +223,8 @@ export async function purgeCommitStep(
 /** The state files of the sessions a hook holds the lock of now (a capture running, or a first one). */
 async function runningSessions(dir: string): Promise<string[]> {
   const names = await Array.fromAsync(Deno.readDir(dir), (e) => e.name).catch(() => [] as string[]);
-  const locks = names.filter((n) => n.endsWith(".json.lock") && !n.endsWith(".prompt.json.lock"));
-  return locks.map((n) => joinPath(dir, n.slice(0, -".lock".length)));
+  return names.filter((n) => n.endsWith(".json.lock") && !n.endsWith(".prompt.json.lock"))
+    .map((n) => joinPath(dir, n.slice(0, -".lock".length)));
 }
 
 /**

@@ -35,12 +35,7 @@ export type EditPlan = Edit<{ warnings: string[] }>;
 export const ALLOWED_HOOK_KEYS: readonly string[] = ["event", "matcher", "command", "timeout"];
 
 /** A `[[hooks]]` entry or manifest hook, exactly the keys Kimi allows. */
-export interface HookEntry {
-  event: string;
-  matcher?: string;
-  command: string;
-  timeout: number;
-}
+export type HookEntry = { event: string; matcher?: string; command: string; timeout: number };
 
 /** The hook entries running `<prefix> hook <event>`. */
 export function hookEntries(prefix: string): HookEntry[] {
@@ -69,13 +64,7 @@ export function isUpstreamHookCommand(command: string): boolean {
 }
 
 /** The stdio server entry config mode writes to `mcp.json`. */
-export interface McpEntry {
-  command: string;
-  args: string[];
-}
-
-/** Who wrote an `mcpServers.openviking` entry. */
-export type McpOwner = "ours" | "upstream" | "foreign" | "absent";
+export type McpEntry = { command: string; args: string[] };
 
 const EntrySchema = z.looseObject({
   command: z.optional(z.string()),
@@ -83,8 +72,8 @@ const EntrySchema = z.looseObject({
   env: z.optional(z.record(z.string(), z.unknown())),
 });
 
-/** Ours (`openviking-kimi mcp`), OpenViking's Node proxy, someone else's, or none. */
-export function classifyMcpEntry(entry: unknown): McpOwner {
+/** Who wrote an `mcpServers.openviking` entry: us (`openviking-kimi mcp`), OpenViking's Node proxy, someone else, or none. */
+export function classifyMcpEntry(entry: unknown): "ours" | "upstream" | "foreign" | "absent" {
   if (entry === undefined) return "absent";
   const parsed = EntrySchema.safeParse(entry);
   if (!parsed.success) return "foreign";
@@ -116,9 +105,7 @@ export type Self =
   | { kind: "copy"; dir: string };
 
 /** The OS family of this process. */
-export function currentOs(): OsFamily {
-  return Deno.build.os === "windows" ? "windows" : "posix";
-}
+export const currentOs = (): OsFamily => Deno.build.os === "windows" ? "windows" : "posix";
 
 /** Describes the running program (compiled binary, installed copy or checkout). */
 export function currentSelf(): Promise<Self> {
@@ -128,14 +115,12 @@ export function currentSelf(): Promise<Self> {
 }
 
 /** The executable's file name on an OS. */
-export function executableFileName(os: OsFamily): string {
-  return os === "windows" ? `${EXECUTABLE_NAME}.exe` : EXECUTABLE_NAME;
-}
+export const executableFileName = (os: OsFamily): string =>
+  os === "windows" ? `${EXECUTABLE_NAME}.exe` : EXECUTABLE_NAME;
 
 /** Where config mode keeps the compiled executable. */
-export function installedBinaryPath(env: Env, os: OsFamily): string {
-  return joinPath(integrationDir(env), "bin", executableFileName(os));
-}
+export const installedBinaryPath = (env: Env, os: OsFamily): string =>
+  joinPath(integrationDir(env), "bin", executableFileName(os));
 
 /** Where install links the `openviking-kimi` the shell finds; none on Windows or without a home. */
 export function pathCommand(env: Env, os: OsFamily): string | undefined {
@@ -145,7 +130,7 @@ export function pathCommand(env: Env, os: OsFamily): string | undefined {
 }
 
 /** What is at the PATH command's place: nothing, our link (and where it points), or something not ours. */
-export type CommandAt = { kind: "absent" } | { kind: "ours"; target: string } | { kind: "other" };
+type CommandAt = { kind: "absent" } | { kind: "ours"; target: string } | { kind: "other" };
 
 /** What is at `path`: our link is a symlink into our integration directory (whether or not it dangles). */
 export async function commandAt(path: string, env: Env): Promise<CommandAt> {
@@ -157,9 +142,7 @@ export async function commandAt(path: string, env: Env): Promise<CommandAt> {
 }
 
 /** A program path as the shell Kimi runs hooks with on `os` wants it (backslashes on Windows). */
-function nativePath(path: string, os: OsFamily): string {
-  return os === "windows" ? path.replace(/\//g, "\\") : path;
-}
+const nativePath = (path: string, os: OsFamily) => os === "windows" ? path.replace(/\//g, "\\") : path;
 
 /** Config mode's hook command prefix: the program (the binary, or a copy's launcher) quoted for cmd or sh. */
 export function configCommandPrefix(program: string, os: OsFamily): string {
@@ -169,9 +152,10 @@ export function configCommandPrefix(program: string, os: OsFamily): string {
 }
 
 /** The `mcp.json` entry in config mode. */
-export function configMcpEntry(program: string, os: OsFamily): McpEntry {
-  return { command: nativePath(program, os), args: ["mcp"] };
-}
+export const configMcpEntry = (program: string, os: OsFamily): McpEntry => ({
+  command: nativePath(program, os),
+  args: ["mcp"],
+});
 
 /** Whether two files hold the same bytes (a binary installed again from its download: nothing to copy). */
 export async function sameBytes(a: string, b: string): Promise<boolean> {
@@ -183,7 +167,7 @@ export async function sameBytes(a: string, b: string): Promise<boolean> {
 
 /** The manifest for a plugin whose executable is `bin/openviking-kimi[.exe]` under the plugin root. */
 export function renderManifest(os: OsFamily) {
-  const exe = os === "windows" ? `${EXECUTABLE_NAME}.exe` : EXECUTABLE_NAME;
+  const exe = executableFileName(os);
   return {
     name: PLUGIN_ID,
     version: VERSION,
@@ -204,23 +188,14 @@ export function renderManifest(os: OsFamily) {
 }
 
 /** The manifest's text (2-space JSON, final newline), as committed at the repository root. */
-export function manifestText(os: OsFamily): string {
-  return `${JSON.stringify(renderManifest(os), null, 2)}\n`;
-}
+export const manifestText = (os: OsFamily): string => `${JSON.stringify(renderManifest(os), null, 2)}\n`;
 
 /** The memory files of the plugin directory, as install places them (the profile is filled in after). */
 export function pluginMemoryFiles(): TreeFile[] {
+  const prompt = systemPromptText({ kind: "unknown" }, { redact: true, profileTokenBudget: 0 });
   return [
-    {
-      path: SYSTEM_PROMPT_FILE,
-      content: systemPromptText({ kind: "unknown" }, { redact: true, profileTokenBudget: 0 }),
-      mode: 0o600,
-    },
-    { path: `skills/${SKILL_NAME}/SKILL.md`, content: skillText("plugin"), mode: 0o600 },
-    ...COMMANDS.map((c) => ({
-      path: `commands/${c.name}.md`,
-      content: commandText("plugin", c),
-      mode: 0o600,
-    })),
-  ];
+    [SYSTEM_PROMPT_FILE, prompt],
+    [`skills/${SKILL_NAME}/SKILL.md`, skillText("plugin")],
+    ...COMMANDS.map((c) => [`commands/${c.name}.md`, commandText("plugin", c)]),
+  ].map(([path, content]) => ({ path, content, mode: 0o600 }));
 }

@@ -18,11 +18,7 @@ import {
 } from "./spec.ts";
 
 /** A marked block: `[start, end)` covers its begin marker line through the end marker (no line ending). */
-export interface BlockRange {
-  start: number;
-  end: number;
-  text: string;
-}
+type BlockRange = { start: number; end: number; text: string };
 
 /** TOML parsed, or the first line of why not. */
 export function parseToml(text: string): Result<{ value: Record<string, unknown> }> {
@@ -34,10 +30,7 @@ export function parseToml(text: string): Result<{ value: Record<string, unknown>
 }
 
 /** The line ending of the file's first line. */
-function eolOf(text: string): "\n" | "\r\n" {
-  const i = text.indexOf("\n");
-  return i > 0 && text[i - 1] === "\r" ? "\r\n" : "\n";
-}
+const eolOf = (text: string) => /^[^\n]*\r\n/.test(text) ? "\r\n" : "\n";
 
 /** The comment line saying install created config.toml (uninstall deletes it again when nothing else is left). */
 export const CREATED_LINE =
@@ -99,11 +92,7 @@ export function removeBlocks(text: string): string {
 }
 
 /** A `[[hooks]]` entry as found in a parsed config. */
-export interface FoundHook {
-  index: number;
-  value: Record<string, unknown>;
-  command: string;
-}
+export type FoundHook = { index: number; value: Record<string, unknown>; command: string };
 
 /** The `[[hooks]]` entries of a parsed config (entries that are not tables skipped). */
 export function hooksOf(doc: Record<string, unknown>): FoundHook[] {
@@ -164,11 +153,10 @@ export function invalidHookKeys(doc: Record<string, unknown>): string[] {
   });
 }
 
-/** Who wrote a marked block (OpenViking's Node plugin used the same markers). */
-export type BlockOwner = "ours" | "upstream";
-
-/** A block's hook entries and who wrote them. */
-export function blockInfo(block: BlockRange): { owner: BlockOwner; entries: Record<string, unknown>[] } {
+/** A block's hook entries and who wrote them (OpenViking's Node plugin used the same markers). */
+export function blockInfo(
+  block: BlockRange,
+): { owner: "ours" | "upstream"; entries: Record<string, unknown>[] } {
   const parsed = parseToml(block.text);
   const entries = parsed.ok ? hooksOf(parsed.value).map((h) => h.value) : [];
   const upstream = entries.some((e) => typeof e.command === "string" && isUpstreamHookCommand(e.command));
@@ -264,9 +252,7 @@ export function planConfigInstall(current: string | undefined, entries: readonly
 
 /** Plans uninstall: our block out (OpenViking's stays). */
 export function planConfigUninstall(current: string | undefined): EditPlan {
-  if (current === undefined) {
-    return { ok: true, after: undefined, changed: false, warnings: [] };
-  }
+  if (current === undefined) return { ok: true, after: undefined, changed: false, warnings: [] };
   const loaded = load(current);
   if (!loaded.ok) return loaded;
   const infos = loaded.blocks.map((block) => ({ block, ...blockInfo(block) }));
@@ -287,10 +273,5 @@ export function planConfigUninstall(current: string | undefined): EditPlan {
     };
   }
   const created = removable.some((i) => i.block.text.includes(CREATED_LINE));
-  return {
-    ok: true,
-    after: after === "" && created ? undefined : after,
-    changed: true,
-    warnings,
-  };
+  return { ok: true, after: after === "" && created ? undefined : after, changed: true, warnings };
 }

@@ -26,7 +26,7 @@ export interface InstallOptions {
   purge: boolean;
 }
 
-/** Everything a run needs, injectable for tests. */
+/** Everything a run needs, injectable for tests; `deno`: the Deno a program copy records (default: this one). */
 export interface Context {
   env: Env;
   self: Self;
@@ -34,19 +34,18 @@ export interface Context {
   out: Output;
   now: Date;
   cwd: string;
-  /** The Deno a program copy records (default: the one running). */
   deno?: string;
-  /** How install asks the server (default: fetch). */
   fetch?: typeof fetch;
 }
 
 /** The context of a real run: this process, its environment, the console, now. */
 export async function defaultContext(): Promise<Context> {
+  const out = { info: (l: string) => console.log(l), error: (l: string) => console.error(l) };
   return {
     env: processEnv(),
     self: await currentSelf(),
     os: currentOs(),
-    out: { info: (l) => console.log(l), error: (l) => console.error(l) },
+    out,
     now: new Date(),
     cwd: invocationCwd(),
   };
@@ -64,27 +63,25 @@ export interface Done {
   commit?: () => Promise<{ done: string[]; notes?: string[] } | void>;
 }
 
-/** An action of a run, described for dry runs, with why it cannot be taken (found while planning). */
+/** An action of a run: described for dry runs, why it cannot be taken, the path it removes, the text change it makes. */
 export interface Step {
   describe: string;
   check?: () => Promise<string | undefined>;
   run: () => Promise<Done>;
-  /** The path the step removes, if it removes one. */
   removes?: string;
-  /** The text change it makes: checked before the first write, shown as a diff by a dry run. */
   change?: FileChange;
 }
 
-/** A planned change of one text file (`undefined`: absent). */
+/**
+ * A planned change of one text file (`undefined`: absent); `backup` "none": all of it was ours; `displayOnly`:
+ * a dry run's diff only (another step writes it); `secret`: masked in a dry run and written 0600.
+ */
 export interface FileChange {
   path: string;
   before: string | undefined;
   after: string | undefined;
-  /** `none`: no `.bak` — all of it was ours. */
   backup: "bak" | "none";
-  /** Only shown by a dry run (another step writes it). */
   displayOnly?: boolean;
-  /** It holds a key: masked in a dry run, written 0600 whatever mode the file had (another keeps its mode). */
   secret?: boolean;
 }
 
@@ -94,39 +91,35 @@ export interface Plan {
   notes: Note[];
 }
 
-/** An empty plan. */
-export function newPlan(): Plan {
-  return { steps: [], notes: [] };
-}
-
 const NOTHING = "nothing was changed";
+
+const FS_WORDS: Record<string, string> = {
+  ENOSPC: "the disk is full",
+  EDQUOT: "the disk quota is used up",
+  EROFS: "the file system is read-only",
+  EACCES: "permission denied",
+  EPERM: "the operation is not permitted",
+  ENOENT: "a directory on its path does not exist",
+  ENOTDIR: "a part of its path is a file, not a directory",
+  EISDIR: "it is a directory",
+  ENAMETOOLONG: "the file name is too long",
+  ELOOP: "its symbolic links go round in a loop",
+  EBUSY: "it is in use",
+  ETXTBSY: "it is in use",
+  EIO: "an input/output error",
+  EXDEV: "it is on another file system",
+  ENOTEMPTY: "the directory is not empty",
+};
+
+const codeOf = (error: unknown) => (error as { code?: unknown })?.code;
 
 /** A file-system error in words (no Deno error text). */
 export function describeFsError(error: unknown): string {
-  const words: Record<string, string> = {
-    ENOSPC: "the disk is full",
-    EDQUOT: "the disk quota is used up",
-    EROFS: "the file system is read-only",
-    EACCES: "permission denied",
-    EPERM: "the operation is not permitted",
-    ENOENT: "a directory on its path does not exist",
-    ENOTDIR: "a part of its path is a file, not a directory",
-    EISDIR: "it is a directory",
-    ENAMETOOLONG: "the file name is too long",
-    ELOOP: "its symbolic links go round in a loop",
-    EBUSY: "it is in use",
-    ETXTBSY: "it is in use",
-    EIO: "an input/output error",
-    EXDEV: "it is on another file system",
-    ENOTEMPTY: "the directory is not empty",
-  };
-  const code = (error as { code?: unknown })?.code;
-  if (typeof code === "string" && words[code]) return words[code];
+  const code = codeOf(error);
+  if (typeof code === "string" && FS_WORDS[code]) return FS_WORDS[code];
   const message = error instanceof Error ? error.message : String(error);
   return message.replace(/\s*\(os error \d+\)[^]*$/, "").replace(/^\w+:\s*/, "") || "it failed";
 }
-
-const isFsError = (error: unknown) => typeof (error as { code?: unknown })?.code === "string";
 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
@@ -134,25 +127,23 @@ const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 export async function readText(
   path: string,
 ): Promise<{ ok: true; text: string | undefined } | { ok: false; error: string; reason: string }> {
-  const refuse = (reason: string, fix: string) => ({
-    ok: false as const,
-    reason,
-    error: `${path} cannot be read (${reason}). ${fix} and run again; ${NOTHING}.`,
-  });
-  let bytes: Uint8Array;
+  const refuse = (reason: string, fix: string) =>
+    ({
+      ok: false,
+      reason,
+      error: `${path} cannot be read (${reason}). ${fix} and run again; ${NOTHING}.`,
+    }) as const;
   try {
-    bytes = await Deno.readFile(path);
+    return { ok: true, text: utf8.decode(await Deno.readFile(path)) };
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return { ok: true, text: undefined };
     if (error instanceof Deno.errors.IsADirectory) {
       return refuse("it is a directory, not a file", "Move it away");
     }
+    if (error instanceof TypeError) {
+      return refuse("it is not UTF-8 text", `Save it as UTF-8 (or restore ${path}.bak)`);
+    }
     return refuse(describeFsError(error), "Fix that");
-  }
-  try {
-    return { ok: true, text: utf8.decode(bytes) };
-  } catch {
-    return refuse("it is not UTF-8 text", `Save it as UTF-8 (or restore ${path}.bak)`);
   }
 }
 
@@ -174,16 +165,6 @@ export async function checkCreatable(path: string): Promise<string | undefined> 
   return undefined;
 }
 
-/** Where a chain of symbolic links ends (the first path that is not a link, or does not exist). */
-async function linkEnd(path: string): Promise<string> {
-  let p = path;
-  for (let hops = 0; hops < 40 && (await lstat(p).catch(() => undefined))?.isSymlink; hops++) {
-    const link = await Deno.readLink(p);
-    p = isAbsolutePath(link) ? link : joinPath(dirName(p), link);
-  }
-  return p;
-}
-
 /** Why `change` cannot be written (a dangling symlink, a directory in the way, …), or undefined. */
 async function checkChange(change: FileChange): Promise<string | undefined> {
   if (change.displayOnly || change.before === change.after) return undefined;
@@ -198,7 +179,12 @@ async function checkChange(change: FileChange): Promise<string | undefined> {
       target = await Deno.realPath(path);
       info = await Deno.stat(target);
     } catch (error) {
-      const end = await linkEnd(path);
+      // Where the chain of links ends: the first path that is not a link, or does not exist.
+      let end = path;
+      for (let hops = 0; hops < 40 && (await lstat(end).catch(() => undefined))?.isSymlink; hops++) {
+        const link = await Deno.readLink(end);
+        end = isAbsolutePath(link) ? link : joinPath(dirName(end), link);
+      }
       return error instanceof Deno.errors.NotFound
         ? `${path} is a symbolic link to ${end}, which does not exist. Create ${end}, point the link at an ` +
           `existing file, or remove the link, then run again; ${NOTHING}.`
@@ -225,28 +211,12 @@ async function checkChange(change: FileChange): Promise<string | undefined> {
   return undefined;
 }
 
-/** Makes `dir` and its missing parents (new ones 0700; `private`: `dir` itself 0700); the undo removes what it made. */
-async function makeDirs(dir: string, options: { private?: boolean } = {}): Promise<() => Promise<void>> {
-  const made: string[] = [];
-  for (let d = dir; d !== "" && !(await lstat(d).catch(() => undefined)); d = dirName(d)) {
-    made.push(d);
-    if (dirName(d) === d) break;
-  }
-  const tighten = options.private && Deno.build.os !== "windows";
-  const mode = tighten && !made.length ? (await Deno.stat(dir)).mode! & 0o7777 : 0o700;
-  await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
-  if (tighten) await Deno.chmod(dir, 0o700);
-  return async () => {
-    if (mode !== 0o700) await Deno.chmod(dir, mode);
-    for (const d of made) await Deno.remove(d).catch(() => {});
-  };
-}
-
 /**
- * Puts at `path` what `make` makes at a hidden sibling (parents made 0700); no `make`: a removal. What was there
- * waits aside (a file hard-linked) until `end` deletes it or renames it to `keepAs`; `undo` puts it back.
+ * Puts at `path` what `make` makes at a hidden sibling (missing parents made 0700; `privateDir`: the parent
+ * itself 0700); no `make`: a removal. What was there waits aside (a file hard-linked) until `end` deletes it or
+ * renames it to `keepAs`; `undo` puts it back.
  */
-export async function swapIn(
+async function swapIn(
   path: string,
   make?: (tmp: string) => Promise<void>,
   options: { keepAs?: string; privateDir?: boolean } = {},
@@ -261,7 +231,19 @@ export async function swapIn(
   const old = await lstat(path);
   try {
     if (make) {
-      undos.push(await makeDirs(dir, { private: options.privateDir }));
+      const made: string[] = [];
+      for (let d = dir; d !== "" && !(await lstat(d).catch(() => undefined)); d = dirName(d)) {
+        made.push(d);
+        if (dirName(d) === d) break;
+      }
+      const tighten = options.privateDir && Deno.build.os !== "windows";
+      const mode = tighten && !made.length ? (await Deno.stat(dir)).mode! & 0o7777 : 0o700;
+      await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+      if (tighten) await Deno.chmod(dir, 0o700);
+      undos.push(async () => {
+        if (mode !== 0o700) await Deno.chmod(dir, mode);
+        for (const d of made) await Deno.remove(d).catch(() => {});
+      });
       undos.push(() => Deno.remove(tmp, { recursive: true }).catch(() => {}));
       await make(tmp);
     }
@@ -278,9 +260,10 @@ export async function swapIn(
     throw error;
   }
   const end = async () => {
-    if (!old) return;
-    const { keepAs } = options;
-    await (keepAs ? Deno.rename(aside, keepAs) : Deno.remove(aside, { recursive: true })).catch(() => {});
+    if (old) {
+      const { keepAs } = options;
+      await (keepAs ? Deno.rename(aside, keepAs) : Deno.remove(aside, { recursive: true })).catch(() => {});
+    }
   };
   return { undo, end };
 }
@@ -295,27 +278,24 @@ export function swapStep(
     privateDir?: boolean;
   },
 ): Step {
-  return {
-    describe: s.describe,
-    check: s.check,
-    change: s.change,
-    removes: s.make ? undefined : s.path,
-    run: async () => {
-      const verb = s.make ? `put ${s.path} in place` : `remove ${s.path}`;
-      try {
-        const { undo, end } = await swapIn(s.path, s.make, s);
-        return { message: s.message, changed: s.path, undo, commit: end };
-      } catch (error) {
-        throw isFsError(error) ? new Error(`could not ${verb}: ${describeFsError(error)}`) : error;
-      }
-    },
+  const { describe, check, change } = s;
+  const run = async () => {
+    try {
+      const { undo, end } = await swapIn(s.path, s.make, s);
+      return { message: s.message, changed: s.path, undo, commit: end };
+    } catch (error) {
+      if (typeof codeOf(error) !== "string") throw error;
+      throw new Error(
+        `could not ${s.make ? `put ${s.path} in place` : `remove ${s.path}`}: ${describeFsError(error)}`,
+      );
+    }
   };
+  return { describe, check, change, removes: s.make ? undefined : s.path, run };
 }
 
 /** The step removing `path` (moved aside, deleted once the run succeeded). */
-export function removalStep(path: string, describe: string, message: string): Step {
-  return swapStep({ describe, path, message });
-}
+export const removalStep = (path: string, describe: string, message: string): Step =>
+  swapStep({ describe, path, message });
 
 /** A file of a directory placed whole: its path below the directory ("/"), its content (or a file to copy), mode. */
 export interface TreeFile {
@@ -332,10 +312,9 @@ export async function writeTree(
 ): Promise<void> {
   await Deno.mkdir(root, { mode: 0o700 });
   for (const d of dirs) await Deno.mkdir(joinPath(root, d), { recursive: true, mode: 0o700 });
-  for (const f of files) {
-    const path = joinPath(root, f.path);
+  for (const { path: name, content, mode } of files) {
+    const path = joinPath(root, name);
     await Deno.mkdir(dirName(path), { recursive: true, mode: 0o700 });
-    const { content, mode } = f;
     const bytes = typeof content === "string" ? new TextEncoder().encode(content) : content;
     if ("copyFrom" in bytes) await Deno.copyFile(bytes.copyFrom, path);
     else await Deno.writeFile(path, bytes, { mode });
@@ -348,15 +327,9 @@ export async function writeTree(
 const writeText = (path: string, text: string, mode = 0o600) =>
   writeFileAtomic(path, text, { mode, privateDir: false, durable: true });
 
-/** The mode `change` writes `path` with: the file's own when it is there (unless it holds a key), else 0600. */
-async function keptMode(path: string, change: FileChange): Promise<number> {
-  const info = change.secret ? undefined : await lstat(path).catch(() => undefined);
-  return info?.isFile && info.mode !== null ? info.mode & 0o7777 : 0o600;
-}
-
 /**
- * The step writing one planned change (and its `.bak`), through a symlink to where it points; `say` in place
- * of the words made of `what` (a `message` of "" says nothing).
+ * The step writing one planned change (and its `.bak`), through a symlink to where it points, in the file's
+ * own mode (0600 for a new one or one holding a key); `say` in place of the words made of `what` ("" says nothing).
  */
 export function fileStep(
   change: FileChange,
@@ -365,40 +338,42 @@ export function fileStep(
 ): Step {
   const { path, before, after } = change;
   const verb = after === undefined ? "delete" : before === undefined ? "create" : "update";
+  const run = async () => {
+    const swaps: { undo: () => Promise<void>; end: () => Promise<void> }[] = [];
+    const undo = async () => {
+      for (const swap of [...swaps].reverse()) await swap.undo();
+    };
+    let target = path;
+    try {
+      const now = await readText(path);
+      if (!now.ok || now.text !== before) {
+        throw new Error(`${path} changed while openviking-kimi was working on it; run the command again.`);
+      }
+      const bak = before !== undefined && change.backup === "bak" ? `${path}.bak` : undefined;
+      if (bak) swaps.push(await swapIn(bak, (tmp) => writeText(tmp, before!)));
+      if (after !== undefined && (await lstat(path))?.isSymlink) target = await Deno.realPath(path);
+      const info = change.secret ? undefined : await lstat(target).catch(() => undefined);
+      const mode = info?.isFile && info.mode !== null ? info.mode & 0o7777 : 0o600;
+      swaps.push(
+        await swapIn(target, after === undefined ? undefined : (tmp) => writeText(tmp, after, mode)),
+      );
+      return {
+        message: say.message ?? (bak ? `${what}: ${path} (previous copy in ${bak})` : `${what}: ${path}`),
+        changed: path,
+        undo,
+        commit: async () => void (await Promise.all(swaps.map((swap) => swap.end()))),
+      };
+    } catch (error) {
+      await undo().catch(() => {});
+      if (typeof codeOf(error) !== "string") throw error;
+      const via = target === path ? "" : ` (${path} links there)`;
+      throw new Error(`could not write ${target}${via}: ${describeFsError(error)}`);
+    }
+  };
   return {
     describe: say.describe ?? `${verb} ${path} (${what})`,
     removes: after === undefined ? path : undefined,
-    run: async () => {
-      const swaps: { undo: () => Promise<void>; end: () => Promise<void> }[] = [];
-      const undo = async () => {
-        for (const swap of [...swaps].reverse()) await swap.undo();
-      };
-      let target = path;
-      try {
-        const now = await readText(path);
-        if (!now.ok || now.text !== before) {
-          throw new Error(`${path} changed while openviking-kimi was working on it; run the command again.`);
-        }
-        const bak = before !== undefined && change.backup === "bak" ? `${path}.bak` : undefined;
-        if (bak) swaps.push(await swapIn(bak, (tmp) => writeText(tmp, before!)));
-        if (after !== undefined && (await lstat(path))?.isSymlink) target = await Deno.realPath(path);
-        const mode = await keptMode(target, change);
-        swaps.push(
-          await swapIn(target, after === undefined ? undefined : (tmp) => writeText(tmp, after, mode)),
-        );
-        return {
-          message: say.message ?? (bak ? `${what}: ${path} (previous copy in ${bak})` : `${what}: ${path}`),
-          changed: path,
-          undo,
-          commit: async () => void (await Promise.all(swaps.map((swap) => swap.end()))),
-        };
-      } catch (error) {
-        await undo().catch(() => {});
-        if (!isFsError(error)) throw error;
-        const via = target === path ? "" : ` (${path} links there)`;
-        throw new Error(`could not write ${target}${via}: ${describeFsError(error)}`);
-      }
-    },
+    run,
   };
 }
 
@@ -422,34 +397,20 @@ export function unifiedDiff(path: string, before: string | undefined, after: str
   const patch = structuredPatch(path, path, shown(before), shown(after), undefined, undefined, {
     context: 3,
   });
-  const head = [
+  const lines = [
     `--- ${before === undefined ? "/dev/null" : `${path} (now)`}`,
     `+++ ${after === undefined ? "/dev/null" : `${path} (after)`}`,
+    ...patch.hunks.flatMap((
+      h,
+    ) => [`@@ -${h.oldStart},${h.oldLines} +${h.newStart},${h.newLines} @@`, ...h.lines]),
   ];
-  const hunks = patch.hunks.flatMap((
-    h,
-  ) => [`@@ -${h.oldStart},${h.oldLines} +${h.newStart},${h.newLines} @@`, ...h.lines]);
-  return `${[...head, ...hunks].join("\n")}\n`;
-}
-
-/** How a run ends: its command (for errors), and what it says before, after, and when there is nothing to do. */
-export interface Outcome {
-  command: "install" | "uninstall";
-  dryRun: boolean;
-  start: string;
-  done?: string | (() => string);
-  nothing: string;
+  return `${lines.join("\n")}\n`;
 }
 
 /** Reports `message` as the run's error; returns the exit code 1. */
-export function fail(out: Output, command: Outcome["command"], message: string): number {
+export function fail(out: Output, command: "install" | "uninstall", message: string): number {
   out.error(`openviking-kimi ${command}: ${message}`);
   return 1;
-}
-
-/** Prints the plan's notes, as done or (`planned`) as a dry run says them. */
-function sayNotes(plan: Plan, out: Output, planned = false): void {
-  for (const n of plan.notes) out.info(typeof n === "string" ? n : n(planned));
 }
 
 /** Takes the steps in order; when one fails, the ones taken are undone, last first. Returns the error, if any. */
@@ -459,23 +420,21 @@ async function execute(plan: Plan, out: Output): Promise<string | undefined> {
     try {
       done.push(await step.run());
     } catch (error) {
-      const reason = isFsError(error)
+      const reason = typeof codeOf(error) === "string"
         ? `${step.describe} failed: ${describeFsError(error)}`
         : (error as Error).message;
       const taken = done.filter((d) => d.undo);
       if (!taken.length) return `${reason}; ${NOTHING}. Fix that and run again.`;
       const failed: string[] = [];
-      for (const d of taken.reverse()) await d.undo!().catch((e) => failed.push(describeFsError(e)));
-      const names = taken.reverse().flatMap((d) => (d.changed ? [d.changed] : [])).join(", ");
+      for (const d of taken.toReversed()) await d.undo!().catch((e) => failed.push(describeFsError(e)));
+      const names = taken.flatMap((d) => (d.changed ? [d.changed] : [])).join(", ");
       return failed.length
-        ? `${reason}. Rolled back the changes already made (${names}), except: ${
-          failed.join("; ")
-        }. The previous content of each file is in its .bak copy.`
+        ? `${reason}. Rolled back the changes already made (${names}), except: ${failed.join("; ")}. The ` +
+          "previous content of each file is in its .bak copy."
         : `${reason}. Rolled back the changes already made: ${names} as before, so ${NOTHING}. Fix that and run again.`;
     }
   }
-  const finished: string[] = [];
-  const undone: string[] = [];
+  const [finished, undone]: string[][] = [[], []];
   for (const d of done) {
     const ended = await d.commit?.();
     finished.push(...ended?.done ?? []);
@@ -483,20 +442,35 @@ async function execute(plan: Plan, out: Output): Promise<string | undefined> {
   }
   for (const line of [...done.flatMap((d) => d.message ?? []), ...finished]) out.info(`  ✓ ${line}`);
   for (const line of undone) out.info(`Note: ${line}.`);
-  sayNotes(plan, out);
   return undefined;
 }
 
-/** Checks the plan, then prints it (dry run) or carries it out; returns the exit code. */
-export async function carryOut(plan: Plan, out: Output, outcome: Outcome): Promise<number> {
+/**
+ * Checks the plan, then prints it (dry run) or carries it out; returns the exit code. `outcome`: the command
+ * (for errors), what it says before, after, and when there is nothing to do.
+ */
+export async function carryOut(
+  plan: Plan,
+  out: Output,
+  outcome: {
+    command: "install" | "uninstall";
+    dryRun: boolean;
+    start: string;
+    done?: string | (() => string);
+    nothing: string;
+  },
+): Promise<number> {
   const changes = plan.steps.flatMap((s) => (s.change ? [s.change] : []));
   for (const check of [...changes.map((c) => () => checkChange(c)), ...plan.steps.map((s) => s.check)]) {
     const problem = await check?.();
     if (problem) return fail(out, outcome.command, problem);
   }
+  const notes = (planned: boolean) => {
+    for (const n of plan.notes) out.info(typeof n === "string" ? n : n(planned));
+  };
   if (plan.steps.length === 0) {
     out.info(`${outcome.dryRun ? "Dry run: nothing" : "Nothing"} to change: ${outcome.nothing}`);
-    sayNotes(plan, out);
+    notes(false);
     return 0;
   }
   if (outcome.dryRun) {
@@ -507,12 +481,13 @@ export async function carryOut(plan: Plan, out: Output, outcome: Outcome): Promi
       const diff = unifiedDiff(c.path, show(c.before), show(c.after));
       if (diff) out.info(diff.trimEnd());
     }
-    sayNotes(plan, out, true);
+    notes(true);
     return 0;
   }
   out.info(outcome.start);
   const failed = await execute(plan, out);
   if (failed) return fail(out, outcome.command, failed);
+  notes(false);
   if (outcome.done) out.info(typeof outcome.done === "string" ? outcome.done : outcome.done());
   return 0;
 }

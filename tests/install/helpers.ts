@@ -8,16 +8,17 @@ import type { runInstall } from "../../install/install.ts";
 import { VERSION } from "../../lib/version.ts";
 
 /** The test process's environment with HOME replaced and every Kimi/OpenViking variable removed. */
-export function isolatedEnv(
-  home: string,
-  extra: Record<string, string> = {},
-): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(Deno.env.toObject())) {
-    if (/^(KIMI_|OPENVIKING_)/.test(k) || k === "INIT_CWD") continue; // INIT_CWD: set by the deno task running the tests
-    env[k] = v;
-  }
-  return { ...env, HOME: home, USERPROFILE: home, ...denoEnv(), NO_COLOR: "1", ...extra };
+export function isolatedEnv(home: string, extra: Record<string, string> = {}): Record<string, string> {
+  // INIT_CWD: set by the deno task running the tests.
+  const kept = Object.entries(Deno.env.toObject()).filter(([k]) => !/^(KIMI_|OPENVIKING_|INIT_CWD$)/.test(k));
+  return {
+    ...Object.fromEntries(kept),
+    HOME: home,
+    USERPROFILE: home,
+    ...denoEnv(),
+    NO_COLOR: "1",
+    ...extra,
+  };
 }
 
 /** A stand-in release binary at `<root>/dist/openviking-kimi`: it says the version and exits 0. */
@@ -46,15 +47,10 @@ export async function cloneCheckout(to: string): Promise<string> {
   return to;
 }
 
-/**
- * The fix install and doctor give when nothing answers at the address, word for word, naming the command
- * that runs openviking-kimi there (runtime/self.ts commandName): it names README's section for a machine
- * without a server ({@link NO_SERVER_HEADING}).
- */
-export function noServerFix(command: string): string {
-  return 'start the server (README: "No server yet?"), or save its address: ' +
-    `\`${command} install --url http://HOST:1933\`; writes wait in the queue until then`;
-}
+/** The fix install and doctor give when nothing answers, word for word, naming README's {@link NO_SERVER_HEADING}. */
+export const noServerFix = (command: string): string =>
+  'start the server (README: "No server yet?"), or save its address: ' +
+  `\`${command} install --url http://HOST:1933\`; writes wait in the queue until then`;
 
 /** README's heading that {@link noServerFix} points to. */
 export const NO_SERVER_HEADING = "### No server yet?";
@@ -81,10 +77,7 @@ export const acceptingFetch: typeof fetch = (input) => {
 
 /** Install's options: `partial` over no credentials, no dry run, no --yes, no --purge. */
 export const opts = (partial: Partial<InstallOptions> = {}): InstallOptions => ({
-  credentials: {},
-  dryRun: false,
-  yes: false,
-  purge: false,
+  ...{ credentials: {}, dryRun: false, yes: false, purge: false },
   ...partial,
 });
 
@@ -151,13 +144,11 @@ export async function snapshot(dir: string): Promise<Record<string, string>> {
     for await (const e of Deno.readDir(d)) {
       const p = `${d}/${e.name}`;
       const info = await Deno.lstat(p);
+      const mode = (info.mode ?? 0) & 0o777;
       if (info.isSymlink) out[p] = `-> ${await Deno.readLink(p)}`;
-      else if (info.isDirectory) {
-        out[p] = `<dir ${(info.mode ?? 0) & 0o777}>`;
-        await walk(p);
-      } else {out[p] = `${(info.mode ?? 0) & 0o777} ${
-          new TextDecoder("latin1").decode(await Deno.readFile(p))
-        }`;}
+      else if (info.isDirectory) out[p] = `<dir ${mode}>`;
+      else out[p] = `${mode} ${new TextDecoder("latin1").decode(await Deno.readFile(p))}`;
+      if (info.isDirectory) await walk(p);
     }
   }
   await walk(dir);

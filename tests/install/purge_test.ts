@@ -72,7 +72,7 @@ Deno.test("uninstall says where writes queued for another server go and the comm
   );
 });
 
-Deno.test("install --url into one Kimi home names the other homes that now use the new address, in a dry run too", async () => {
+Deno.test("install --url names the other Kimi homes that now use the new address and the writes queued for the first (with the replay that sends them there), in a dry run too", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path);
   const ctx = t.ctx(await fakeCompiled(dir.path));
@@ -80,33 +80,21 @@ Deno.test("install --url into one Kimi home names the other homes that now use t
   const [a, b] = ["http://127.0.0.1:9", "http://127.0.0.1:8"];
   await t.run(runInstall, { credentials: { url: a } }, ctx);
   assertNotMatch(await t.run(runInstall, { kimiHome: second }, ctx), /now use|would use/);
+  const msg = { role: "user" as const, content: "hello" };
+  const queue = await SessionQueue.open(`${t.ov}/pending`, "kc-s1", { url: a, account: "", user: "" });
+  await queue.messages([msg]);
   for (const dryRun of [true, false]) {
     const said = await t.run(runInstall, { dryRun, credentials: { url: b } }, ctx);
     const verb = dryRun ? "would then use" : "now uses";
     assertStringIncludes(said, `the Kimi home ${second} shares ${t.ov}/ovcli.conf: it ${verb} ${b} too`);
-  }
-  // The same address again moves nothing.
-  assertNotMatch(await t.run(runInstall, { credentials: { url: b } }, ctx), /shares/);
-});
-
-Deno.test("install --url of another server names the writes queued for the first, and the replay that sends them there", async () => {
-  await using dir = await tempDir();
-  const t = await installSandbox(dir.path);
-  const ctx = t.ctx(await fakeCompiled(dir.path));
-  const [a, b] = ["http://127.0.0.1:9", "http://127.0.0.1:8"];
-  await t.run(runInstall, { credentials: { url: a } }, ctx);
-  const msg = { role: "user" as const, content: "hello" };
-  await (await SessionQueue.open(`${t.ov}/pending`, "kc-s1", { url: a, account: "", user: "" })).messages([
-    msg,
-  ]);
-  for (const dryRun of [true, false]) {
-    const said = await t.run(runInstall, { dryRun, credentials: { url: b } }, ctx);
     assertStringIncludes(
       said,
       `1 message(s), 0 commit(s) are for another server or identity (OPENVIKING_URL=${a})`,
     );
     assertMatch(said, new RegExp(`\`OPENVIKING_URL=${a} .+ replay\``));
   }
+  // The same address again moves nothing.
+  assertNotMatch(await t.run(runInstall, { credentials: { url: b } }, ctx), /shares/);
   // Back to the first: they go there again, nothing to say.
   assertNotMatch(await t.run(runInstall, { credentials: { url: a } }, ctx), /for another server/);
 });
