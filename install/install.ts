@@ -20,6 +20,7 @@ import { keyChangeNote, purgeCommitStep } from "./purge-commits.ts";
 import {
   classifyManifest,
   commandAt,
+  commandLauncherPath,
   configCommandPrefix,
   configMcpEntry,
   hookEntries,
@@ -580,6 +581,7 @@ async function sharedTargets(ctx: Context, notes: Plan["notes"]): Promise<string
   const command = pathCommand(ctx.env, ctx.os);
   const targets = [
     dirName(installedBinaryPath(ctx.env, ctx.os)),
+    dirName(commandLauncherPath(ctx.env)),
     hookStateDir(ctx.env),
     ledgerDir(ctx.env),
     ...await purgeableData(ctx, notes),
