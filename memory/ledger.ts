@@ -375,7 +375,12 @@ export const SessionStatusSchema = z.object({
   commits: z.array(CommitStatusSchema),
   queue: CountsSchema,
   rejected: CountsSchema,
-  uncommitted: z.optional(z.object({ messages: z.number(), dueAt: z.number() })),
+  /** `elsewhere`: those of them captured for another server or identity (`where`: its environment). */
+  uncommitted: z.optional(z.object({
+    messages: z.number(),
+    dueAt: z.number(),
+    elsewhere: z.optional(z.array(z.object({ messages: z.number(), where: z.string() }))),
+  })),
   lastError: z.optional(z.object({ at: z.number(), ...ProblemSchema.shape })),
 });
 export type SessionStatus = z.infer<typeof SessionStatusSchema>;

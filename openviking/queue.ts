@@ -106,15 +106,18 @@ const countOf = (files: readonly { tag: string }[]) => ({
   commits: files.filter((f) => f.tag === "c").length,
 });
 
+/** A destination as the environment that names it: `OPENVIKING_URL=… OPENVIKING_API_KEY=<acme/coder's key>`. */
+export function placeWords(d: Destination): string {
+  const key = d.key && `<${d.owner ? `${d.owner}'s key` : "the key they were queued under"}>`;
+  return Object.entries({ URL: d.url, ACCOUNT: d.account, USER: d.user, API_KEY: key }).filter(([, v]) => v)
+    .map(([k, v]) => `OPENVIKING_${k}=${v}`).join(" ");
+}
+
 /** Writes held for other destinations (per session), in words: what waits where and how to deliver it there. */
 export function elsewhereWords(held: readonly (Destination & ReturnType<typeof countOf>)[]) {
   const byPlace = new Map<string, ReturnType<typeof countOf>>();
   for (const d of held) {
-    const key = d.key && `<${d.owner ? `${d.owner}'s key` : "the key they were queued under"}>`;
-    const where = Object.entries({ URL: d.url, ACCOUNT: d.account, USER: d.user, API_KEY: key }).filter((
-      [, v],
-    ) => v)
-      .map(([k, v]) => `OPENVIKING_${k}=${v}`).join(" ");
+    const where = placeWords(d);
     const n = byPlace.get(where) ?? { messages: 0, commits: 0 };
     byPlace.set(where, { messages: n.messages + d.messages, commits: n.commits + d.commits });
   }

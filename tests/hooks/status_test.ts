@@ -488,3 +488,27 @@ Deno.test("status: a prompt whose recall or profile failed says why in its ledge
   assertEquals((await ledger())[3].failure, undefined);
   assertEquals((await Deno.readTextFile(ledgerFile)).includes(key), false);
 });
+
+Deno.test("status after a session moved from server A to B: what waits for a commit, by server", async () => {
+  await using w = await statusWorld({
+    OPENVIKING_COMMIT_POLICY: "balanced",
+    OPENVIKING_IDLE_COMMIT_SECONDS: "600",
+  });
+  await using b = await FakeOpenViking.start();
+  await w.turn("how should I indent TypeScript here?"); // on A: 2 messages, uncommitted
+  const onB = { ...w.env, OPENVIKING_URL: b.url }; // as after `install --url` of B
+  await w.say("and which line width?");
+  w.fake.fault({ route: "*", drop: true }); // A unreachable from now on: its queue waits
+  await w.run("stop", {}, { OPENVIKING_URL: b.url });
+  assertEquals(b.messages(w.ov).length, 2, "B took the second turn");
+
+  const u = (await w.ours(onB)).uncommitted!;
+  assertEquals(u.messages, 4);
+  assertEquals(u.elsewhere, [{ messages: 2, where: `OPENVIKING_URL=${w.fake.url}` }]);
+  const text = flat(await w.text(onB));
+  assertMatch(text, /4 message\(s\) wait for a commit: due in/);
+  assertStringIncludes(
+    text,
+    `2 of them are for another server or identity (OPENVIKING_URL=${w.fake.url}): a session there commits them`,
+  );
+});
