@@ -217,6 +217,11 @@ function sessionLines(s: SessionStatus, now: number, url: string): string[] {
   const earlier = s.commits.length - SHOWN_COMMITS;
   if (earlier > 0) lines.push(`    … ${earlier} earlier commit(s)`);
   if (q.entries) lines.push(`    waiting: ${queues.countWords(q)} in the queue`);
+  for (const x of q.elsewhere ?? []) {
+    lines.push(
+      `      ${queues.countWords(x)} of them for another server or identity (${x.where}), sent only there`,
+    );
+  }
   if (r.entries) lines.push(`    refused and kept: ${queues.countWords(r)}`);
   if (e) lines.push(`    last error ${ago(e.at, now)}: ${e.message}`, `      fix: ${e.fix}`);
   return lines;
@@ -359,11 +364,17 @@ async function localSessions(
   };
   // The newest replay failed for the sessions whose writes still wait.
   const failed = replays.findLast((e) => e.kind === "replay" && e.cause);
-  const here = await sessionDestination(config);
+  const [here, to] = [await sessionDestination(config), await queues.destinationFor(config)];
   return await Promise.all(chosen.map(async (name) => {
     const entries = [...await readLedger(dir, name).catch(() => []), ...replays].sort((a, b) => a.at - b.at);
     const s = foldSession(name, entries, originOf(config));
-    s.queue = counts(places.queue, s.openVikingSessionId);
+    const runs = places.queue.sessions.find((x) => x.sessionId === s.openVikingSessionId)?.runs ?? [];
+    const away = runs.flatMap((r) =>
+      r.to && !queues.goesTo(r.to, to)
+        ? [{ messages: r.messages, commits: r.commits, where: queues.placeWords(r.to) }]
+        : []
+    );
+    s.queue = { ...counts(places.queue, s.openVikingSessionId), ...away.length ? { elsewhere: away } : {} };
     s.rejected = counts(places.rejected, s.openVikingSessionId);
     placeQueued(s, []);
     const state = stateDir && await readState((await statePaths(stateDir, name)).file).catch(() => undefined);

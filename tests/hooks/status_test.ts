@@ -8,7 +8,8 @@ import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../
 import { FakeOpenViking, MODEL_DOWN } from "../support/fake-openviking.ts";
 import { WORKER_ENV } from "../../kimi/detach.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { enqueueMessages } from "../support/queue.ts";
+import { enqueueMessages, range } from "../support/queue.ts";
+import { destinationFor, SessionQueue } from "../../openviking/queue.ts";
 import { collectStatus, renderStatus } from "../../cli/status.ts";
 import { WIDTH } from "../../lib/columns.ts";
 import {
@@ -510,5 +511,35 @@ Deno.test("status after a session moved from server A to B: what waits for a com
   assertStringIncludes(
     text,
     `2 of them are for another server or identity (OPENVIKING_URL=${w.fake.url}): a session there commits them`,
+  );
+});
+
+Deno.test("status: a session's queue with server A's writes, then B's behind them, says which are whose", async () => {
+  await using w = await statusWorld();
+  const a = "http://127.0.0.1:9"; // the server before `install --url` of the world's
+  await w.ledgerLine(w.session, { at: Date.now(), queued: 4 });
+  const open = async (url: string) =>
+    await SessionQueue.open(w.pending, w.ov, await destinationFor({ baseUrl: url }));
+  await (await open(a)).messages(range(2));
+  await (await open(w.fake.url)).messages(range(2, 2));
+
+  const st = await collectStatus(w.env, w.home);
+  const s = st.sessions.find((x) => x.kimiSessionId === w.session)!;
+  assertEquals(s.queue, {
+    entries: 2,
+    messages: 4,
+    commits: 0,
+    elsewhere: [{ messages: 2, commits: 0, where: `OPENVIKING_URL=${a}` }],
+  });
+  assertEquals(
+    st.queue.elsewhere?.summary,
+    `2 message(s), 0 commit(s) are for another server or identity (OPENVIKING_URL=${a}); ` +
+      "2 message(s), 0 commit(s) for this server wait behind them",
+  );
+  const text = flat(await w.text());
+  assertStringIncludes(text, "waiting: 4 message(s), 0 commit(s) in the queue");
+  assertStringIncludes(
+    text,
+    `2 message(s), 0 commit(s) of them for another server or identity (OPENVIKING_URL=${a}), sent only there`,
   );
 });
