@@ -4,8 +4,7 @@
  */
 
 import { type Cause, causeOf } from "../openviking/advice.ts";
-import { AnyResult, Budget, createClient, type OpenVikingClient } from "../openviking/client.ts";
-import { isOpen, readBreaker } from "../openviking/breaker.ts";
+import { Budget, type OpenVikingClient } from "../openviking/client.ts";
 import { dirName, joinPath, kimiHome } from "../lib/paths.ts";
 import { MAX_PRINTS, redact } from "../lib/redact.ts";
 import {
@@ -46,7 +45,7 @@ import {
 import { cursorAt, scanJournal } from "../kimi/journal/turns.ts";
 import { spawnReplay, spawnWorker } from "../kimi/detach.ts";
 import {
-  clientFor,
+  clientUnlessSilent,
   type HookContext,
   type HookResult,
   otherSession,
@@ -461,26 +460,6 @@ async function keptPrompts(ctx: HookContext): Promise<FallbackPrompt[]> {
   return ctx.promptPaths ? (await readState(ctx.promptPaths.file)).fallbackPrompts : [];
 }
 
-/** How long a capture asks `/health` of a server the recall breaker holds silent before it queues unasked. */
-const SILENT_HEALTH_MS = 2000;
-
-/**
- * The capture's client: while the recall breaker holds the server silent and `/health` goes unanswered too, one
- * whose every request fails at once, sending nothing: the capture queues (nothing `unsure`) instead of waiting a
- * request's timeout for each write. A server that answers `/health` (only its search stuck) is written to.
- */
-async function captureClient(ctx: HookContext, budget: Budget): Promise<OpenVikingClient> {
-  const client = clientFor(ctx);
-  const b = await readBreaker(ctx.sharedStateDir, ctx.config.baseUrl);
-  if (!b || !isOpen(b)) return client;
-  const health = await client.request("GET", "/health", AnyResult, { timeoutMs: SILENT_HEALTH_MS, budget });
-  if (health.ok || health.kind !== "unreachable") return client;
-  const since = new Date(b.since).toISOString();
-  const down = `${health.error.message}; memory is paused for it since ${since}: not asked, queued`;
-  ctx.log.stage("server-silent", { since: b.since });
-  return createClient(ctx.config, "", { down });
-}
-
 /** Captures the journal's new turns and commits, under the lock. */
 export async function captureSession(ctx: HookContext, mode: CaptureMode): Promise<HookResult> {
   if (!ctx.capturePaths || !ctx.ovSessionId) return { outcome: "no-session-id" };
@@ -492,7 +471,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
   const forceLimit = mode.force ? await Deno.stat(journal).then((i) => i.size, () => 0) : 0;
   const expectTurn = ctx.event === "stop" || ctx.event === "stop-failure";
   const waited = mode.waitMs <= 0 || await waitForTurnEnd(journal, before.cursor, mode.waitMs, expectTurn);
-  const client = await captureClient(ctx, mode.budget);
+  const client = await clientUnlessSilent(ctx, mode.budget);
   const res = await updateState(ctx.capturePaths, async (loaded, save) => {
     const start = ownCursor(await settling(loaded, ctx), journal);
     const s = await scanFrom(journal, start.cursor);
@@ -597,7 +576,7 @@ async function captureFromPrompts(
 ): Promise<HookResult> {
   const kept = ctx.capturePaths ? await keptPrompts(ctx) : [];
   if (!ctx.capturePaths || !kept.length) return { outcome: "no-journal", data: { reason, fallback: 0 } };
-  const client = await captureClient(ctx, waiting.budget);
+  const client = await clientUnlessSilent(ctx, waiting.budget);
   const res = await updateState(ctx.capturePaths, async (loaded, save) => {
     const [state, report] = [await settling(loaded, ctx), emptyReport()];
     const due = duePrompts(kept, state).filter((p) => Date.now() - p.at >= minAgeMs);

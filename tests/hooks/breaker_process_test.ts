@@ -191,4 +191,12 @@ Deno.test("a hung server with memory paused: a capture asks /health briefly, the
   const [entry] = queued.filter((n) => n.endsWith(".json"));
   const parsed = JSON.parse(await Deno.readTextFile(`${w.pending}/kimicode/${w.ov}/${entry}`));
   assertEquals(parsed.unsure, undefined, "nothing was sent: no later replay waits to ask about it");
+  // A session start's replay meanwhile waits for no request either (its /health answer is the capture's).
+  const start = Date.now();
+  await w.hook("session-start", { source: "startup" });
+  assertTrue(
+    Date.now() - start < 4000,
+    `the session start waited ${Date.now() - start} ms: ${w.fake.requests.slice(before).map((r) => r.route)}`,
+  );
+  assertEquals(w.fake.requests.slice(before).map((r) => r.route), ["GET /health"], "asked nothing more");
 });
