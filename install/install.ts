@@ -93,7 +93,6 @@ import {
   destinationFor,
   destinationOf,
   elsewhereOf,
-  elsewhereWords,
   goesTo,
   QUEUE_SUBDIR,
   queueSummary,
@@ -534,7 +533,7 @@ async function purgeableData(ctx: Context, notes: Plan["notes"]): Promise<string
       };
       // Writes queued for another server or identity go only there: say where, and the command that sends them.
       const away = sub === QUEUE_SUBDIR ? waiting.sessions.filter((x) => !goesTo(x.to, here)) : [];
-      const elsewhere = elsewhereWords(away.map((x) => ({ ...x, ...x.to! })));
+      const elsewhere = sub === QUEUE_SUBDIR ? elsewhereOf(waiting.sessions, here) : undefined;
       const home = waiting.sessions.length - away.length;
       const next = !elsewhere
         ? then
