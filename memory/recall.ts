@@ -133,7 +133,12 @@ const output = (stdout: string, shown: [Memory, number][]): Output => ({
  * The digest: one block, the profile's rows (≤ half its characters), then a line per memory; redacted first (a
  * memory's text and URI as shown; `injected` keeps its URI itself, the key of what the session has).
  */
-function digestOutput(c: Config, found: Memory[], parts: ProfileParts | undefined, again: boolean): Output {
+function digestOutput(
+  c: Config,
+  found: Memory[],
+  parts: ProfileParts | undefined,
+  again: boolean,
+): Output & { profileRows: number } {
   const shown = parts && c.redact ? redactedProfile(parts) : parts;
   const profile = shown ? profileDigest(shown, again, Math.floor(c.recallDigestChars / 2)) : [];
   const reserved = DIGEST_OPEN.length + DIGEST_CLOSE.length + 2 +
@@ -141,11 +146,14 @@ function digestOutput(c: Config, found: Memory[], parts: ProfileParts | undefine
   const limits = { memories: c.recallDigestLimit, chars: c.recallDigestChars };
   const lines = digestLines(found, limits, reserved, c.redact ? redact : undefined);
   const body = [...profile, ...lines.map((l) => l.line)];
-  if (!body.length) return output("", []);
-  return output(
-    printBlocks([{ open: DIGEST_OPEN, body: SafeText.join(body, safe`\n`), close: DIGEST_CLOSE }]),
-    lines.map((l) => [l.memory, l.line.length]),
-  );
+  if (!body.length) return { ...output("", []), profileRows: 0 };
+  return {
+    ...output(
+      printBlocks([{ open: DIGEST_OPEN, body: SafeText.join(body, safe`\n`), close: DIGEST_CLOSE }]),
+      lines.map((l) => [l.memory, l.line.length]),
+    ),
+    profileRows: profile.length,
+  };
 }
 
 /** What to print for a prompt: asks the server (recall ∥ profile) within the budget; never throws. */
@@ -171,12 +179,13 @@ export async function injectionFor(
   const unseen = recalled?.memories.filter((m) => !seen.has(m.uri)) ?? [];
   const hasProfile = parts !== undefined && !isEmptyProfile(parts);
   const profile = hasProfile ? parts : undefined;
-  const out = digestOutput(c, unseen, profile, req.afterCompaction);
+  const { profileRows, ...out } = digestOutput(c, unseen, profile, req.afterCompaction);
   return {
     ...out,
     recall: req.reuse !== undefined ? "reused" : recalled?.source ?? "skipped",
     suppressed: recalled?.memories.filter((m) => seen.has(m.uri)).map((m) => m.uri) ?? [],
-    profile: !req.profile ? "not-asked" : !parts ? "unavailable" : hasProfile ? "injected" : "empty",
+    // "injected" only when a row of it was printed (a preference without an abstract yet gives none).
+    profile: !req.profile ? "not-asked" : !parts ? "unavailable" : profileRows ? "injected" : "empty",
     found: ask && !recalled?.failure ? recalled : undefined,
     ...(failure ? { failure } : {}),
   };
