@@ -7,6 +7,7 @@ import { HOOKS } from "../kimi/hooks.ts";
 import { SESSION_PREFIX } from "../memory/context.ts";
 import { type SessionState, SessionStateSchema } from "../memory/state.ts";
 import { alarmWords, askAlarm } from "../memory/extraction.ts";
+import { homeListed } from "../memory/dispatch.ts";
 import { createClient } from "../openviking/client.ts";
 import { type Check, checkOf, serverChecks } from "../install/check.ts";
 import { kimiHomeFor, type KimiState, readKimiState } from "../install/detect.ts";
@@ -251,7 +252,39 @@ async function versionCheck(env: paths.Env, state: KimiState, r: Registered): Pr
   );
 }
 
-/** For each registration: its program (there, its copy whole, its Deno found), then that it runs. */
+/** Whether `r` runs a program install placed (a copy's launcher, or the binary), not a checkout's own script. */
+async function isPlaced(r: Registered, env: paths.Env): Promise<boolean> {
+  if (r.path.startsWith(`${paths.integrationDir(env)}/`)) return true;
+  const head = await Deno.open(r.path).then(async (f) => {
+    using file = f;
+    const buf = new Uint8Array(64 * 1024);
+    return new TextDecoder().decode(buf.subarray(0, await file.read(buf) ?? 0));
+  }, () => "");
+  return !head.startsWith("#!") || launcherInfo(head) !== undefined;
+}
+
+/**
+ * A home whose registrations run a program install placed, which the record of homes does not list: its hooks do
+ * nothing (memory/dispatch.ts, as after a purge of the home while Kimi runs); install lists it again.
+ */
+async function recordCheck(env: paths.Env, state: KimiState, registered: Registered[]): Promise<Check[]> {
+  const placed: Registered[] = [];
+  for (const r of registered) if (await isPlaced(r, env)) placed.push(r);
+  const home = state.paths.home;
+  if (!placed.length || (await homeListed(env, home)) !== false) return [];
+  const mode = placed.some((r) => r.mode === "config") ? "" : " --mode plugin";
+  const other = paths.orNoHome(() => paths.kimiHome(env)) === home ? "" : ` --kimi-home ${home}`;
+  return [
+    checkOf("homes").fail(
+      `${paths.homesFile(env)} does not list ${home}: its hooks (${
+        placed.map((r) => r.label).join(", ")
+      }) do nothing: no recall, no capture (as after \`uninstall --purge\` of this home)`,
+      `run ${runIn(env)(`install${mode}${other}`)}: it lists the home again`,
+    ),
+  ];
+}
+
+/** For each registration: its program (there, its copy whole, its Deno found), then that it runs; the record. */
 async function commandChecks({ env, os }: DoctorContext, state: KimiState): Promise<Check[]> {
   const [p, run] = [state.plugin, runIn(env)];
   const bin = p &&
@@ -264,13 +297,14 @@ async function commandChecks({ env, os }: DoctorContext, state: KimiState): Prom
   const [install, uninstall] = [run("install --mode plugin"), run("uninstall --mode plugin")];
   const fix = `run ${install} again (or ${uninstall} to drop the record)`;
   const checks = what ? [checkOf("plugin").fail(broken, fix)] : [];
-  for (const r of registeredPrograms(state, os)) {
+  const registered = registeredPrograms(state, os);
+  for (const r of registered) {
     if (what && r.mode === "plugin") continue; // said already: the plugin directory is incomplete
     const program = await programChecks(r, env, os);
     checks.push(...program);
     if (!program.some((c) => c.status === "fail")) checks.push(await versionCheck(env, state, r));
   }
-  return checks;
+  return [...checks, ...await recordCheck(env, state, registered)];
 }
 
 /** A home directory, and hook state and queue directories we can write (probed by writing; nothing left). */

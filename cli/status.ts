@@ -25,12 +25,12 @@ import * as paths from "../lib/paths.ts";
 import { resolvePeer } from "../openviking/peer.ts";
 import { asRecord, isRecord, type JsonRecord, tolerant } from "../lib/parsed.ts";
 import { scrub } from "../lib/redact.ts";
-import { readState, statePaths, uncommitted } from "../memory/state.ts";
+import { isFor, readState, statePaths, uncommitted } from "../memory/state.ts";
 import { dueAt } from "../memory/idle-commit.ts";
 import { VERSION } from "../lib/version.ts";
 import { ago, plural, wrapLines } from "../lib/columns.ts";
 import { commandName, workspaceDir } from "../lib/self.ts";
-import { SESSION_PREFIX } from "../memory/context.ts";
+import { SESSION_PREFIX, sessionDestination } from "../memory/context.ts";
 import { alarmWords, askAlarm, memoriesOf } from "../memory/extraction.ts";
 
 /** Commits of a session the screen shows (the newest); the rest are counted. */
@@ -185,6 +185,11 @@ function sessionLines(s: SessionStatus, now: number, url: string): string[] {
       ? `due in ${ago(now, u.dueAt).slice(0, -4)} (idle since the last capture), or at the session's end`
       : `due ${ago(u.dueAt, now)}; the next Kimi session start commits them`);
   if (u) lines.push(`    ${u.messages} message(s) wait for a commit: ${due}`);
+  for (const x of u?.elsewhere ?? []) {
+    lines.push(
+      `      ${x.messages} of them are for another server or identity (${x.where}): a session there commits them`,
+    );
+  }
   for (const commit of s.commits.slice(-SHOWN_COMMITS)) {
     const made = (commit.task?.memories ?? []).slice(0, 3).map((u) => `      + ${u}`);
     lines.push(commitLine(commit, now, url), ...made);
@@ -193,6 +198,11 @@ function sessionLines(s: SessionStatus, now: number, url: string): string[] {
     lines.push(`    … ${s.commits.length - SHOWN_COMMITS} earlier commit(s)`);
   }
   if (q.entries) lines.push(`    waiting: ${queues.countWords(q)} in the queue`);
+  for (const x of q.elsewhere ?? []) {
+    lines.push(
+      `      ${queues.countWords(x)} of them for another server or identity (${x.where}), sent only there`,
+    );
+  }
   if (r.entries) lines.push(`    refused and kept: ${queues.countWords(r)}`);
   if (e) lines.push(`    last error ${ago(e.at, now)}: ${e.message}`, `      fix: ${e.fix}`);
   return lines;
@@ -327,17 +337,28 @@ async function localSessions(
   };
   // The newest replay failed for the sessions whose writes still wait.
   const failed = replays.findLast((e) => e.kind === "replay" && e.cause);
+  const [here, to] = [await sessionDestination(config), await queues.destinationFor(config)];
   return await Promise.all(chosen.map(async (name) => {
     const entries = [...await readLedger(dir, name).catch(() => []), ...replays].sort((a, b) => a.at - b.at);
     const s = foldSession(name, entries, originOf(config));
-    s.queue = counts(places.queue, s.openVikingSessionId);
+    const runs = places.queue.sessions.find((x) => x.sessionId === s.openVikingSessionId)?.runs ?? [];
+    const away = runs.flatMap((r) =>
+      r.to && !queues.goesTo(r.to, to)
+        ? [{ messages: r.messages, commits: r.commits, where: queues.placeWords(r.to) }]
+        : []
+    );
+    s.queue = { ...counts(places.queue, s.openVikingSessionId), ...away.length ? { elsewhere: away } : {} };
     s.rejected = counts(places.rejected, s.openVikingSessionId);
     placeQueued(s, []);
     const state = stateDir && await readState((await statePaths(stateDir, name)).file).catch(() => undefined);
     // Due when the watch of the captures' own server and identity commits them, whichever is configured now.
     const due = state && dueAt(state, config.idleCommitSeconds * 1000, undefined);
-    const messages = state ? uncommitted(state).reduce((n, u) => n + u.captured, 0) : 0;
-    if (due) s.uncommitted = { messages, dueAt: due };
+    const parts = state ? uncommitted(state) : [];
+    const messages = parts.reduce((n, u) => n + u.captured, 0);
+    const elsewhere = parts.flatMap((u) =>
+      isFor(u, here) || !u.to ? [] : [{ messages: u.captured, where: queues.placeWords(u.to) }]
+    );
+    if (due) s.uncommitted = { messages, dueAt: due, ...elsewhere.length ? { elsewhere } : {} };
     if (failed?.kind === "replay" && failed.cause && s.queue.entries && failed.at > (s.lastError?.at ?? 0)) {
       s.lastError = errorOf(failed.at, failed.cause, failed.origin?.url ?? config.baseUrl);
     }

@@ -19,6 +19,7 @@ import { keyChangeNote, purgeCommitStep } from "./purge-commits.ts";
 import {
   classifyManifest,
   commandAt,
+  commandLauncherPath,
   configCommandPrefix,
   configMcpEntry,
   hookEntries,
@@ -90,7 +91,6 @@ import {
   destinationFor,
   destinationOf,
   elsewhereOf,
-  elsewhereWords,
   goesTo,
   QUEUE_SUBDIR,
   queueSummary,
@@ -499,7 +499,7 @@ async function purgeableData(ctx: Context, notes: Plan["notes"]): Promise<string
     const counted = { messages: sum("messages"), commits: sum("commits"), sessions: waiting.sessions.length };
     // Writes queued for another server or identity go only there: say where, and the command that sends them.
     const away = sub === QUEUE_SUBDIR ? waiting.sessions.filter((x) => !goesTo(x.to, here)) : [];
-    const elsewhere = elsewhereWords(away.map((x) => ({ ...x, ...x.to! })));
+    const elsewhere = sub === QUEUE_SUBDIR ? elsewhereOf(waiting.sessions, here) : undefined;
     const home = waiting.sessions.length - away.length;
     const next = !elsewhere
       ? then
@@ -552,6 +552,7 @@ async function sharedTargets(ctx: Context, notes: Plan["notes"]): Promise<string
   const state = (name: string) => joinPath(sharedStateDir(ctx.env), name);
   const targets = [
     dirName(installedBinaryPath(ctx.env, ctx.os)),
+    dirName(commandLauncherPath(ctx.env)),
     hookStateDir(ctx.env),
     ledgerDir(ctx.env),
     ...await purgeableData(ctx, notes),

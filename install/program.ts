@@ -7,6 +7,7 @@ import { readKimiState } from "./detect.ts";
 import type { Check } from "./check.ts";
 import {
   commandAt,
+  commandLauncherPath,
   EXECUTABLE_NAME,
   executableFileName,
   installedBinaryPath,
@@ -41,6 +42,8 @@ export interface Program {
   note: Note;
   /** The program copy's id (the sweep keeps it). */
   keep?: string;
+  /** A copy's launcher text, which the PATH command's launcher (commandLauncherPath) repeats. */
+  launcherText?: string;
 }
 
 const read = (path: string) => readTextIfExists(path).catch(() => undefined);
@@ -90,6 +93,7 @@ export async function planProgram(
       source: self.dir,
       note: "",
       keep: self.dir.slice(self.dir.lastIndexOf("/") + 1),
+      launcherText: text,
     };
   } else {
     const deno = ctx.deno ?? Deno.execPath();
@@ -110,16 +114,20 @@ export async function planProgram(
         `checkout: moving or deleting the checkout ${p ? "would change" : "changes"} nothing; run install ` +
         "again to update them.",
       keep: copy.id,
+      launcherText: placed.text,
     };
   }
   const step = await recordStep(homesFile(env), adding([home]), `record ${home} in ${homesFile(env)}`);
   if (step) plan.steps.push(step);
-  await planPathCommand(ctx, program.command, plan);
+  await planPathCommand(ctx, program, plan);
   return program;
 }
 
-/** Plans the PATH command as our link to `target` (made, or moved when ours); never over a file not ours. */
-async function planPathCommand(ctx: Context, target: string, plan: Plan): Promise<void> {
+/**
+ * Plans the PATH command as our link to what runs (made, or moved when ours); never over a file not ours. A copy
+ * is linked through the launcher kept beside `versions/`, which says what to run once the copy is gone.
+ */
+async function planPathCommand(ctx: Context, program: Program, plan: Plan): Promise<void> {
   const path = pathCommand(ctx.env, ctx.os);
   if (!path) return;
   const at = await commandAt(path, ctx.env);
@@ -127,16 +135,31 @@ async function planPathCommand(ctx: Context, target: string, plan: Plan): Promis
   if (at.kind === "other" || (await checkCreatable(path))) {
     const why = at.kind === "other" ? "a file that is not ours is there" : `${dir} cannot be made`;
     plan.notes.push(
-      `Note: no openviking-kimi command placed at ${path} (${why}; set OPENVIKING_KIMI_BIN_DIR for another place); run ${target}.`,
+      `Note: no openviking-kimi command placed at ${path} (${why}; set OPENVIKING_KIMI_BIN_DIR for another place); run ${program.command}.`,
     );
     return;
+  }
+  const text = program.launcherText;
+  const target = text === undefined ? program.command : commandLauncherPath(ctx.env);
+  if (text !== undefined && (await read(target)) !== text) {
+    plan.steps.push(swapStep({
+      describe: `write the launcher ${target}`,
+      path: target,
+      make: async (tmp) => {
+        await Deno.writeTextFile(tmp, text, { mode: 0o700 });
+        await Deno.chmod(tmp, 0o700);
+      },
+      privateDir: true,
+      message: "",
+      check: () => checkCreatable(target),
+    }));
   }
   if (at.kind === "absent" || at.target !== target) {
     plan.steps.push(swapStep({
       describe: `link ${path} to ${target}`,
       path,
       make: (tmp) => Deno.symlink(target, tmp),
-      message: `command in place: ${path} (runs ${target})`,
+      message: `command in place: ${path} (runs ${program.command})`,
     }));
   }
   const where = (ctx.env.PATH ?? "").split(":").includes(dir)
@@ -350,11 +373,17 @@ export async function installedHomes(env: Env, except: string): Promise<string[]
   return installed;
 }
 
-/** What still uses version `id`, in words: the PATH `command` linked to it, or a home of `homes` naming it. */
-async function usedBy(id: string, homes: string[], command?: string): Promise<string | undefined> {
-  if (command && (await Deno.readLink(command).catch(() => "")).includes(`/${id}/`)) {
-    return `the command ${command} runs it`;
-  }
+/**
+ * What still uses version `id`, in words: a home of `homes` naming it, or (given `env`) the PATH command, linked
+ * to it or to the launcher that runs it.
+ */
+async function usedBy(id: string, homes: string[], env?: Env): Promise<string | undefined> {
+  const command = env && pathCommand(env, "posix");
+  const target = command ? await Deno.readLink(command).catch(() => "") : "";
+  const launcher = env && target === commandLauncherPath(env)
+    ? launcherInfo(await read(target) ?? "")
+    : undefined;
+  if (target.includes(`/${id}/`) || launcher?.id === id) return `the command ${command} runs it`;
   for (const home of homes) {
     const bin = launcherOf(joinPath(home, "plugins", "managed", PLUGIN_ID));
     for (const f of [joinPath(home, "config.toml"), joinPath(home, "mcp.json"), bin]) {
@@ -454,7 +483,7 @@ export async function sweepStep(
         if (Date.now() - made > 3_600_000) await Deno.remove(path, { recursive: true }).catch(() => {});
         continue;
       }
-      const why = await usedBy(name, homes, pathCommand(env, "posix")) ??
+      const why = await usedBy(name, homes, env) ??
         await removeUnlocked(path, options.purge);
       // Next to the one installed, a "previous version"; else one another home runs may be anybody's current.
       const version = options.keep ? "previous version" : "version";

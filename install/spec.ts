@@ -122,6 +122,14 @@ export const executableFileName = (os: OsFamily): string =>
 export const installedBinaryPath = (env: Env, os: OsFamily): string =>
   joinPath(integrationDir(env), "bin", executableFileName(os));
 
+/**
+ * The launcher the PATH command links to when what runs is a program copy: the copy's own launcher text, kept
+ * outside `versions/` so the command still says what to run when the copies are gone.
+ */
+export function commandLauncherPath(env: Env): string {
+  return joinPath(integrationDir(env), "command", EXECUTABLE_NAME);
+}
+
 /** Where install links the `openviking-kimi` the shell finds; none on Windows or without a home. */
 export function pathCommand(env: Env, os: OsFamily): string | undefined {
   if (os === "windows") return undefined;

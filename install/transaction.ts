@@ -440,7 +440,7 @@ async function execute(plan: Plan, out: Output): Promise<string | undefined> {
     finished.push(...ended?.done ?? []);
     undone.push(...ended?.notes ?? []);
   }
-  for (const line of [...done.flatMap((d) => d.message ?? []), ...finished]) out.info(`  ✓ ${line}`);
+  for (const line of [...done.flatMap((d) => d.message || []), ...finished]) out.info(`  ✓ ${line}`);
   for (const line of undone) out.info(`Note: ${line}.`);
   return undefined;
 }

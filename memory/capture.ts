@@ -45,7 +45,7 @@ import {
 import { cursorAt, scanJournal } from "../kimi/journal/turns.ts";
 import { spawnReplay, spawnWorker } from "../kimi/detach.ts";
 import {
-  clientFor,
+  clientUnlessSilent,
   type HookContext,
   type HookResult,
   otherSession,
@@ -447,7 +447,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
   const forceLimit = mode.force ? await Deno.stat(journal).then((i) => i.size, () => 0) : 0;
   const expectTurn = ctx.event === "stop" || ctx.event === "stop-failure";
   const waited = mode.waitMs <= 0 || await waitForTurnEnd(journal, before.cursor, mode.waitMs, expectTurn);
-  const client = clientFor(ctx);
+  const client = await clientUnlessSilent(ctx, mode.budget);
   const res = await updateState(ctx.capturePaths, async (loaded, save) => {
     const start = ownCursor(await settling(loaded, ctx), journal);
     const s = await scanFrom(journal, start.cursor);
@@ -548,7 +548,7 @@ async function captureFromPrompts(
 ): Promise<HookResult> {
   const kept = ctx.capturePaths ? await keptPrompts(ctx) : [];
   if (!ctx.capturePaths || !kept.length) return { outcome: "no-journal", data: { reason, fallback: 0 } };
-  const client = clientFor(ctx);
+  const client = await clientUnlessSilent(ctx, waiting.budget);
   const res = await updateState(ctx.capturePaths, async (loaded, save) => {
     const [state, report] = [await settling(loaded, ctx), emptyReport()];
     const due = duePrompts(kept, state).filter((p) => Date.now() - p.at >= minAgeMs);

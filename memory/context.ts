@@ -3,7 +3,8 @@
 import type { Config } from "../openviking/config.ts";
 import { dirName, type Env } from "../lib/paths.ts";
 import type { Logger } from "../lib/log.ts";
-import { createClient, type OpenVikingClient } from "../openviking/client.ts";
+import { AnyResult, type Budget, createClient, type OpenVikingClient } from "../openviking/client.ts";
+import { isOpen, readBreaker } from "../openviking/breaker.ts";
 import type { StatePaths } from "./state.ts";
 import type { HookEvent } from "../kimi/hooks.ts";
 import type { HookInput } from "../kimi/payload.ts";
@@ -62,6 +63,43 @@ export function otherSession(ctx: HookContext, file: string, ovSessionId: string
 /** The run's OpenViking client; `peerId` is the workspace's actor peer ("" for none). */
 export function clientFor(ctx: HookContext, peerId = ""): OpenVikingClient {
   return createClient(ctx.config, peerId);
+}
+
+/** How long a write asks `/health` of a server the recall breaker holds silent before it queues unasked. */
+const SILENT_HEALTH_MS = 2000;
+
+/** Per server, why this process found it silent (undefined: it answered) and when it asked: good for 30 s. */
+const silence = new Map<string, { at: number; why: Promise<string | undefined> }>();
+const SILENCE_KEPT_MS = 30_000;
+
+/**
+ * The client of a capture or a session start's worker: while the recall breaker holds the server
+ * silent and `/health` goes unanswered too (asked at most every 30 s), one whose every request fails at once,
+ * sending nothing: the writes queue (none `unsure`) instead of waiting a request's timeout each. A server that
+ * answers `/health` (only its search stuck) is written to.
+ */
+export async function clientUnlessSilent(ctx: HookContext, budget: Budget): Promise<OpenVikingClient> {
+  const client = clientFor(ctx);
+  const b = await readBreaker(ctx.sharedStateDir, ctx.config.baseUrl);
+  if (!b || !isOpen(b)) return client;
+  let asked = silence.get(ctx.config.baseUrl);
+  if (!asked || Date.now() - asked.at > SILENCE_KEPT_MS) {
+    const health = client.request("GET", "/health", AnyResult, { timeoutMs: SILENT_HEALTH_MS, budget });
+    const since = new Date(b.since).toISOString();
+    asked = {
+      at: Date.now(),
+      why: health.then((h) =>
+        h.ok || h.kind !== "unreachable"
+          ? undefined
+          : `${h.error.message}; memory is paused for it since ${since}: not asked, queued`
+      ),
+    };
+    silence.set(ctx.config.baseUrl, asked);
+  }
+  const down = await asked.why;
+  if (down === undefined) return client;
+  ctx.log.stage("server-silent", { since: b.since });
+  return createClient(ctx.config, "", { down });
 }
 
 /** Where a session's captures went, as a digest of the queue's destination and the key (the key never kept). */

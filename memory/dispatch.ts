@@ -80,6 +80,26 @@ async function stateProblem(ctx: HookContext): Promise<string | undefined> {
 const slashed = (path: string) => path.replaceAll("\\", "/").replace(/(.)\/+$/, "$1");
 
 /**
+ * Whether the record of homes installed into (`kimi-homes`, lib/paths.ts) lists the Kimi home `home` (spelled
+ * otherwise too: a link on the way); a missing record lists none; undefined: it cannot be read.
+ */
+export async function homeListed(env: Env, home: string): Promise<boolean | undefined> {
+  let text: string;
+  try {
+    text = await readTextIfExists(homesFile(env), SMALL_FILE_MAX_BYTES) ?? ""; // a FIFO is never opened
+  } catch {
+    return undefined;
+  }
+  const listed = text.split("\n").map((l) => slashed(l.trim())).filter((l) => l !== "");
+  if (listed.includes(slashed(home))) return true;
+  // Only on this path, which writes nothing.
+  const real = (path: string) => Deno.realPath(path).then(slashed, () => slashed(path));
+  const here = await real(home);
+  for (const line of listed) if (await real(line) === here) return true;
+  return false;
+}
+
+/**
  * Whether this run is of a program install placed (its copy, or the binary in our directory or in the
  * plugin's) for a Kimi home the record of homes installed into no longer lists: a Kimi still running after
  * an uninstall or a purge, whose hooks then do nothing. One read of the record; no home, or a record
@@ -90,19 +110,7 @@ async function homeUninstalled(env: Env): Promise<boolean> {
   const [integration, home] = [orNoHome(() => integrationDir(env)), orNoHome(() => kimiHome(env))];
   const dirs = [integration, env.KIMI_PLUGIN_ROOT?.trim()].filter(Boolean).map((d) => `${slashed(d!)}/`);
   if (!program || !home || !dirs.some((d) => slashed(program).startsWith(d))) return false;
-  let text: string;
-  try {
-    text = await readTextIfExists(homesFile(env), SMALL_FILE_MAX_BYTES) ?? ""; // a FIFO is never opened
-  } catch {
-    return false;
-  }
-  const listed = text.split("\n").map((l) => slashed(l.trim())).filter((l) => l !== "");
-  if (listed.includes(slashed(home))) return false;
-  // The same home spelled otherwise (a link on the way): only on this path, which writes nothing.
-  const real = (path: string) => Deno.realPath(path).then(slashed, () => slashed(path));
-  const here = await real(home);
-  for (const line of listed) if (await real(line) === here) return false;
-  return true;
+  return await homeListed(env, home) === false;
 }
 
 /** What a hook run prints, and how it records itself afterwards. */

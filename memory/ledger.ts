@@ -357,9 +357,20 @@ export const SessionStatusSchema = z.object({
     rejected: z.number(),
   }),
   commits: z.array(CommitStatusSchema),
-  queue: CountsSchema,
+  /** `elsewhere`: those of them queued for another server or identity (`where`: its environment), in order. */
+  queue: z.object({
+    ...CountsSchema.shape,
+    elsewhere: z.optional(
+      z.array(z.object({ messages: z.number(), commits: z.number(), where: z.string() })),
+    ),
+  }),
   rejected: CountsSchema,
-  uncommitted: z.optional(z.object({ messages: z.number(), dueAt: z.number() })),
+  /** `elsewhere`: those of them captured for another server or identity (`where`: its environment). */
+  uncommitted: z.optional(z.object({
+    messages: z.number(),
+    dueAt: z.number(),
+    elsewhere: z.optional(z.array(z.object({ messages: z.number(), where: z.string() }))),
+  })),
   lastError: z.optional(z.object({ at: z.number(), ...ProblemSchema.shape })),
 });
 export type SessionStatus = z.infer<typeof SessionStatusSchema>;

@@ -84,8 +84,6 @@ Deno.test("ledger: snippets are one short line", () => {
 const timing = { startedAt: 1000, now: 1042 };
 const base = { at: 1000, ms: 42 };
 const emptyReplay = { replayed: 0, messages: 0, rejected: 0, deferred: 0, commitTasks: [] };
-const shown = { injected: [{ uri: "viking://a", score: 0.9, chars: 40 }], suppressed: ["viking://b"] };
-const captured = { turns: 2, sent: 4, queued: 0, rejected: 0, commit: "committed", taskId: "t1" };
 const ENTRIES: [string, HookEvent, HookResult, unknown][] = [
   ["a prompt: the query's snippet, what was injected and left out, the stage", "user-prompt-submit", {
     stdout: "x".repeat(10),

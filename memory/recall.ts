@@ -118,7 +118,7 @@ function digestOutput(
   found: Memory[],
   parts: ProfileParts | undefined,
   again: boolean,
-): Pick<Injection, "stdout" | "injected"> {
+): Pick<Injection, "stdout" | "injected"> & { profileRows: number } {
   const shown = parts && c.redact ? redactedProfile(parts) : parts;
   const profile = shown ? profileDigest(shown, again, Math.floor(c.recallDigestChars / 2)) : [];
   const reserved = DIGEST_OPEN.length + DIGEST_CLOSE.length + 2 +
@@ -126,7 +126,7 @@ function digestOutput(
   const limits = { memories: c.recallDigestLimit, chars: c.recallDigestChars };
   const lines = digestLines(found, limits, reserved, c.redact ? redact : undefined);
   const body = [...profile, ...lines.map((l) => l.line)];
-  if (!body.length) return { stdout: "", injected: [] };
+  if (!body.length) return { stdout: "", injected: [], profileRows: 0 };
   return {
     stdout: printBlocks([{ open: DIGEST_OPEN, body: SafeText.join(body, safe`\n`), close: DIGEST_CLOSE }]),
     injected: lines.map(({ memory: m, line }) => ({
@@ -134,6 +134,7 @@ function digestOutput(
       ...(m.score !== undefined ? { score: m.score } : {}),
       chars: line.length,
     })),
+    profileRows: profile.length,
   };
 }
 
@@ -159,11 +160,18 @@ export async function injectionFor(
   const seen = new Set(req.injected);
   const unseen = recalled?.memories.filter((m) => !seen.has(m.uri)) ?? [];
   const hasProfile = parts !== undefined && !isEmptyProfile(parts);
+  const { profileRows, ...out } = digestOutput(
+    c,
+    unseen,
+    hasProfile ? parts : undefined,
+    req.afterCompaction,
+  );
   return {
-    ...digestOutput(c, unseen, hasProfile ? parts : undefined, req.afterCompaction),
+    ...out,
     recall: req.reuse !== undefined ? "reused" : recalled?.source ?? "skipped",
     suppressed: recalled?.memories.filter((m) => seen.has(m.uri)).map((m) => m.uri) ?? [],
-    profile: !req.profile ? "not-asked" : !parts ? "unavailable" : hasProfile ? "injected" : "empty",
+    // "injected" only when a row of it was printed (a preference without an abstract yet gives none).
+    profile: !req.profile ? "not-asked" : !parts ? "unavailable" : profileRows ? "injected" : "empty",
     found: ask && !recalled?.failure ? recalled : undefined,
     ...(failure ? { failure } : {}),
   };

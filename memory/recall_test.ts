@@ -233,6 +233,11 @@ Deno.test("inject: the profile's rows and the memories share one block; an unans
   fake.dirs.set("viking://user/default/memories/preferences", []);
   const empty = await injectionFor(client, c, injection({ profile: true, injected: [uri] }));
   assertEquals([empty.stdout, empty.profile], ["", "empty"]);
+  // A preference with no abstract yet (as 0.5.2 lists a new one) gives no row: nothing shown, so "empty".
+  const bare = { name: "tabs.md", rel_path: "tabs.md", isDir: false, abstract: "" };
+  fake.dirs.set("viking://user/default/memories/preferences", [bare]);
+  const blank = await injectionFor(client, c, injection({ profile: true, injected: [uri] }));
+  assertEquals([blank.stdout, blank.profile], ["", "empty"]);
   fake.fault({ route: "*", status: 503 });
   const down = await injectionFor(client, c, injection({ profile: true }));
   assertEquals([down.stdout, down.profile], ["", "unavailable"]);

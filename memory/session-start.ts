@@ -5,7 +5,7 @@ import { probeIfDue } from "../openviking/breaker.ts";
 import { Budget } from "../openviking/client.ts";
 import { replayQueue } from "../openviking/queue.ts";
 import { updateState } from "./state.ts";
-import { clientFor, type HookContext, type HookResult } from "./context.ts";
+import { clientFor, clientUnlessSilent, type HookContext, type HookResult } from "./context.ts";
 import { spawnWorker } from "../kimi/detach.ts";
 import { houseKeeping } from "./ledger.ts";
 import { refreshFromHook } from "./system-prompt.ts";
@@ -19,13 +19,14 @@ async function replayQueues(ctx: HookContext): Promise<HookResult> {
   const budget = new Budget(ctx.config.replayBudgetMs);
   await probeIfDue(clientFor(ctx), ctx.sharedStateDir, Date.now(), budget);
   const options = { budget, ttlDays: ctx.config.pendingTtlDays, waitUnsure: ctx.isWorker };
-  const report = await replayQueue(ctx.pendingDir, clientFor(ctx), options);
+  const client = await clientUnlessSilent(ctx, budget);
+  const report = await replayQueue(ctx.pendingDir, client, options);
   // Prompts of sessions that died before a Stop, and sessions that ended without SessionEnd: delivered now.
   const leftPrompts = await (await import("./capture.ts")).sendLeftPrompts(ctx, budget);
   const leftCommitted = await (await import("./idle-commit.ts")).commitLeftSessions(ctx, budget);
   const temps = await houseKeeping(ctx);
   const here = { session: ctx.ovSessionId, peer: (await resolvePeer(ctx.cwd, ctx.config)).peerId };
-  const alarm = await checkExtraction(clientFor(ctx), ctx.sharedStateDir, here, budget);
+  const alarm = await checkExtraction(client, ctx.sharedStateDir, here, budget);
   await refreshFromHook(ctx, true);
   return {
     outcome: "replayed",

@@ -315,11 +315,14 @@ async function exchange<S extends z.ZodMiniType>(
   return reply.ok ? checkResult(reply, limits.schema, `${origin} ${limits.what}`) : reply;
 }
 
-/** A client of the server `config` names, as its identity, with `peerId` as the actor peer, and overrides. */
+/**
+ * A client of the server `config` names, as its identity, with `peerId` as the actor peer, and overrides;
+ * `down`: every request fails at once with these words, sending nothing.
+ */
 export function createClient(
   config: Omit<ClientOptions, "peerId">,
   peerId = "",
-  overrides: Pick<Partial<ClientOptions>, "timeoutMs" | "fetch"> = {},
+  { down, ...overrides }: Pick<Partial<ClientOptions>, "timeoutMs" | "fetch"> & { down?: string } = {},
 ): OpenVikingClient {
   const { baseUrl, apiKey, account, user, userAgent, timeoutMs, fetch: f } = config;
   const options = { baseUrl, apiKey, account, user, peerId, userAgent, timeoutMs, fetch: f, ...overrides };
@@ -329,6 +332,8 @@ export function createClient(
   return {
     options,
     async request(method, path, schema, req = {}) {
+      // Known silent (`down` says why): nothing is sent, as when the connection is refused.
+      if (down !== undefined) return failure("unreachable", 0, { code: "CONNECT", message: down });
       const left = req.budget?.remaining() ?? Infinity;
       if (left < 50) return failure("unreachable", 0, { code: "BUDGET_SPENT", message: "time budget spent" });
       const url = new URL(base + path);

@@ -106,15 +106,18 @@ const countOf = (files: readonly { tag: string }[]) => ({
   commits: files.filter((f) => f.tag === "c").length,
 });
 
+/** A destination as the environment that names it: `OPENVIKING_URL=… OPENVIKING_API_KEY=<acme/coder's key>`. */
+export function placeWords(d: Destination): string {
+  const key = d.key && `<${d.owner ? `${d.owner}'s key` : "the key they were queued under"}>`;
+  return Object.entries({ URL: d.url, ACCOUNT: d.account, USER: d.user, API_KEY: key }).filter(([, v]) => v)
+    .map(([k, v]) => `OPENVIKING_${k}=${v}`).join(" ");
+}
+
 /** Writes held for other destinations (per session), in words: what waits where and how to deliver it there. */
 export function elsewhereWords(held: readonly (Destination & ReturnType<typeof countOf>)[]) {
   const byPlace = new Map<string, ReturnType<typeof countOf>>();
   for (const d of held) {
-    const key = d.key && `<${d.owner ? `${d.owner}'s key` : "the key they were queued under"}>`;
-    const where = Object.entries({ URL: d.url, ACCOUNT: d.account, USER: d.user, API_KEY: key }).filter((
-      [, v],
-    ) => v)
-      .map(([k, v]) => `OPENVIKING_${k}=${v}`).join(" ");
+    const where = placeWords(d);
     const n = byPlace.get(where) ?? { messages: 0, commits: 0 };
     byPlace.set(where, { messages: n.messages + d.messages, commits: n.commits + d.commits });
   }
@@ -129,9 +132,20 @@ export function elsewhereWords(held: readonly (Destination & ReturnType<typeof c
   };
 }
 
-/** The sessions' writes queued for another destination than `here`, in words; undefined when there are none. */
-export const elsewhereOf = (sessions: QueueSummary["sessions"], here: Destination) =>
-  elsewhereWords(sessions.flatMap((s) => goesTo(s.to, here) ? [] : [{ ...s, ...s.to! }]));
+/**
+ * The sessions' writes queued for another destination than `here`, in words, and `here`'s own writes queued
+ * behind them (a session's writes go in order); undefined when there are none.
+ */
+export function elsewhereOf(sessions: QueueSummary["sessions"], here: Destination) {
+  const away = (r: QueueRun) => !goesTo(r.to, here);
+  const runs = sessions.map((s) => s.runs ?? [s]);
+  const words = elsewhereWords(runs.flat().flatMap((r) => away(r) ? [{ ...r, ...r.to! }] : []));
+  const behind = runs.flatMap((rs) => rs.slice(rs.findIndex(away) + 1 || rs.length).filter((r) => !away(r)));
+  if (!words || !behind.length) return words;
+  const n = countOf([]);
+  for (const r of behind) [n.messages, n.commits] = [n.messages + r.messages, n.commits + r.commits];
+  return { ...words, summary: `${words.summary}; ${countWords(n)} for this server wait behind them` };
+}
 
 /** `unsure`: it may have reached the server; from then (`true`: at once) the session is asked before a resend; `to`: where it goes. */
 const ENTRY_BASE = {
@@ -430,16 +444,38 @@ export async function hasUnsent(pendingDir: string, sessionId: string): Promise<
 }
 
 /** What waits in our queue (or the rejected place, with its newest refusal); `to`: where a session's oldest entry goes. */
+/** Entries of a session that go to one destination (`to`: none kept), one after another. */
+export type QueueRun = { to?: Destination } & Record<"messages" | "commits", number>;
+
+/**
+ * Each session's queued entries (their first one's destination; in the queue, `runs`: its entries by
+ * destination, in order), the entries in all, the newest refusal of the rejected place.
+ */
 export interface QueueSummary {
   sessions: (
-    & { sessionId: string; oldest: number; to?: Destination }
+    & { sessionId: string; oldest: number; to?: Destination; runs?: QueueRun[] }
     & Record<"entries" | "messages" | "commits", number>
   )[];
   entries: number;
   last?: z.infer<typeof RejectionSchema>;
 }
 
-/** Every session's queued entries in `subdir` (reads each session's first entry, and in the rejected place its newest). */
+/** The entries `files` of the queue directory `dir` by destination, one run per change, in order. */
+async function runsOf(dir: string, files: readonly QueueFile[]): Promise<QueueRun[]> {
+  const runs: (QueueRun & { files: QueueFile[] })[] = [];
+  for (const f of files) {
+    const to = (await readEntry(joinPath(dir, f.name)))?.to;
+    const last = runs.at(-1);
+    if (last && JSON.stringify(last.to) === JSON.stringify(to)) last.files.push(f);
+    else runs.push({ ...to && { to }, messages: 0, commits: 0, files: [f] });
+  }
+  return runs.map(({ files, ...r }) => ({ ...r, ...countOf(files) }));
+}
+
+/**
+ * Every session's queued entries in `subdir` (reads every entry of the queue, each session's first and newest
+ * of the rejected place).
+ */
 export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): Promise<QueueSummary> {
   const out: QueueSummary = { sessions: [], entries: 0 };
   for (const { dir, files, first } of await sessionHeads(pendingDir, subdir)) {
@@ -450,6 +486,7 @@ export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): P
       ...countOf(files),
       oldest: first?.createdAt ?? Date.now(),
       ...(first?.to && { to: first.to }),
+      ...(subdir === QUEUE_SUBDIR && { runs: await runsOf(dir, files) }),
     });
     out.entries += files.length;
     if (subdir !== REJECTED_SUBDIR) continue;

@@ -163,3 +163,34 @@ Deno.test("a hung server that comes back: SessionStart's worker probes it, so th
   assertEquals(await prompt(env, "session_b", "how should I indent this file?"), `${FAKE_DIGEST_FIRST}\n`);
   assertEquals(await breakers(dir.path), []);
 });
+
+Deno.test("a hung server with memory paused: a capture asks /health briefly, then queues, waiting no request's timeout", async () => {
+  await using w = await world({
+    env: { OPENVIKING_PROMPT_BUDGET_MS: "1500", OPENVIKING_TIMEOUT_MS: "8000" },
+  });
+  w.fake.fault({ route: "POST /api/v1/search/search", delayMs: 20_000 });
+  const ask = { prompt: [{ type: "text", text: "how should I indent this file?" }] };
+  assertMatch(await w.run("user-prompt-submit", ask), /openviking-kimi: memory paused/);
+  w.fake.fault({ route: "*", delayMs: 20_000 }); // the whole server hangs now
+  const before = w.fake.requests.length;
+  await w.journal(new JournalBuilder().simpleTurn("how should I indent this file?", "with tabs").toString());
+  const started = Date.now();
+  await w.hook("stop");
+  const took = Date.now() - started;
+  assertTrue(took < 4000, `the capture waited ${took} ms for a server memory knows is silent`);
+  const routes = w.fake.requests.slice(before).map((r) => r.route);
+  assertEquals(routes, ["GET /health"], "only /health was asked");
+  const queued = await Array.fromAsync(Deno.readDir(`${w.pending}/kimicode/${w.ov}`), (e) => e.name);
+  assertTrue(queued.some((n) => /-m2\.json$/.test(n)), queued.join());
+  const [entry] = queued.filter((n) => n.endsWith(".json"));
+  const parsed = JSON.parse(await Deno.readTextFile(`${w.pending}/kimicode/${w.ov}/${entry}`));
+  assertEquals(parsed.unsure, undefined, "nothing was sent: no later replay waits to ask about it");
+  // A session start's replay meanwhile waits for no request either (its /health answer is the capture's).
+  const start = Date.now();
+  await w.hook("session-start", { source: "startup" });
+  assertTrue(
+    Date.now() - start < 4000,
+    `the session start waited ${Date.now() - start} ms: ${w.fake.requests.slice(before).map((r) => r.route)}`,
+  );
+  assertEquals(w.fake.requests.slice(before).map((r) => r.route), ["GET /health"], "asked nothing more");
+});

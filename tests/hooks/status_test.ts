@@ -8,7 +8,8 @@ import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../
 import { FakeOpenViking, MODEL_DOWN } from "../support/fake-openviking.ts";
 import { WORKER_ENV } from "../../kimi/detach.ts";
 import { JournalBuilder } from "../support/journal.ts";
-import { enqueueMessages } from "../support/queue.ts";
+import { enqueueMessages, range } from "../support/queue.ts";
+import { destinationFor, SessionQueue } from "../../openviking/queue.ts";
 import { collectStatus, renderStatus } from "../../cli/status.ts";
 import { WIDTH } from "../../lib/columns.ts";
 import {
@@ -465,4 +466,58 @@ Deno.test("status: a prompt whose recall or profile failed says why in its ledge
   await prompt("what about the build?");
   assertEquals((await ledger())[3].failure, undefined);
   assertEquals((await Deno.readTextFile(ledgerFile)).includes(key), false);
+});
+
+Deno.test("status after a session moved from server A to B: what waits for a commit, by server", async () => {
+  await using w = await statusWorld({
+    OPENVIKING_COMMIT_POLICY: "balanced",
+    OPENVIKING_IDLE_COMMIT_SECONDS: "600",
+  });
+  await using b = await FakeOpenViking.start();
+  await w.turn("how should I indent TypeScript here?"); // on A: 2 messages, uncommitted
+  const onB = { ...w.env, OPENVIKING_URL: b.url }; // as after `install --url` of B
+  await w.say("and which line width?");
+  w.fake.fault({ route: "*", drop: true }); // A unreachable from now on: its queue waits
+  await w.run("stop", {}, { OPENVIKING_URL: b.url });
+  assertEquals(b.messages(w.ov).length, 2, "B took the second turn");
+
+  const u = (await w.ours(onB)).uncommitted!;
+  assertEquals(u.messages, 4);
+  assertEquals(u.elsewhere, [{ messages: 2, where: `OPENVIKING_URL=${w.fake.url}` }]);
+  const text = flat(await w.text(onB));
+  assertMatch(text, /4 message\(s\) wait for a commit: due in/);
+  assertStringIncludes(
+    text,
+    `2 of them are for another server or identity (OPENVIKING_URL=${w.fake.url}): a session there commits them`,
+  );
+});
+
+Deno.test("status: a session's queue with server A's writes, then B's behind them, says which are whose", async () => {
+  await using w = await statusWorld();
+  const a = "http://127.0.0.1:9"; // the server before `install --url` of the world's
+  await w.ledgerLine(w.session, { at: Date.now(), queued: 4 });
+  const open = async (url: string) =>
+    await SessionQueue.open(w.pending, w.ov, await destinationFor({ baseUrl: url }));
+  await (await open(a)).messages(range(2));
+  await (await open(w.fake.url)).messages(range(2, 2));
+
+  const st = await collectStatus(w.env, w.home);
+  const s = st.sessions.find((x) => x.kimiSessionId === w.session)!;
+  assertEquals(s.queue, {
+    entries: 2,
+    messages: 4,
+    commits: 0,
+    elsewhere: [{ messages: 2, commits: 0, where: `OPENVIKING_URL=${a}` }],
+  });
+  assertEquals(
+    st.queue.elsewhere?.summary,
+    `2 message(s), 0 commit(s) are for another server or identity (OPENVIKING_URL=${a}); ` +
+      "2 message(s), 0 commit(s) for this server wait behind them",
+  );
+  const text = flat(await w.text());
+  assertStringIncludes(text, "waiting: 4 message(s), 0 commit(s) in the queue");
+  assertStringIncludes(
+    text,
+    `2 message(s), 0 commit(s) of them for another server or identity (OPENVIKING_URL=${a}), sent only there`,
+  );
 });

@@ -243,3 +243,29 @@ Deno.test({
     assertTrue(await exists(current), "the current one stays");
   },
 });
+
+Deno.test({
+  name: "a version the openviking-kimi command's launcher runs stays at a purge of another home, said so",
+  ignore: !posix,
+  async fn() {
+    await using dir = await tempDir();
+    const t = await setup(dir.path);
+    const kimi2 = `${dir.path}/home/.kimi-code-work`;
+    await t.install();
+    await t.install({ kimiHome: kimi2 });
+    const current = onlyVersion(t);
+    const [id, oldId] = [current.slice(current.lastIndexOf("/") + 1), "0.0.1-0123456789ab"];
+    const old = `${t.versions}/${oldId}`;
+    await copyTree(current, old);
+    // The command's launcher (beside versions/) runs the old copy, as an install of it left it.
+    const command = `${t.home}/.local/bin/openviking-kimi`;
+    const launcher = await Deno.realPath(command);
+    assertTrue(!launcher.startsWith(`${t.versions}/`), launcher);
+    await Deno.writeTextFile(launcher, (await Deno.readTextFile(launcher)).replaceAll(id, oldId));
+    assertEquals(launcherInfo(await Deno.readTextFile(command))?.id, oldId);
+
+    const out = await t.run(runUninstall, { purge: true });
+    assertStringIncludes(out, `Note: the version ${old} was not removed: the command ${command} runs it.`);
+    assertTrue(await exists(old));
+  },
+});

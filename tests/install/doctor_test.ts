@@ -189,3 +189,22 @@ Deno.test("doctor: the server's embedding model unreachable → the model check 
     await fake.close();
   }
 });
+
+Deno.test("doctor: a Kimi home the record of homes no longer lists is a failure: its hooks do nothing", async () => {
+  await using dir = await tempDir();
+  const t = await setup(dir.path, { OPENVIKING_URL: closedAddress() });
+  const record = `${t.ov}/agent-integrations/kimicode/kimi-homes`;
+  for (const mode of ["config", "plugin"] as const) {
+    await t.install(mode);
+    assertEquals(byId(await t.doctor()).homes, undefined, "listed: nothing to say");
+    await Deno.remove(record);
+    const checks = await t.doctor();
+    const c = byId(checks).homes;
+    assertEquals(c?.status, "fail", renderChecks(checks));
+    assertStringIncludes(c.summary, `${record} does not list ${t.kimi}`);
+    assertStringIncludes(c.summary, "do nothing: no recall, no capture");
+    assertStringIncludes(c.fix!, `install${mode === "plugin" ? " --mode plugin" : ""}\``);
+    await t.install(mode);
+    assertEquals(byId(await t.doctor()).homes, undefined, "install lists the home again");
+  }
+});

@@ -151,3 +151,20 @@ Deno.test("an install that updates files only it wrote keeps no .bak of them (an
   await t.run(runUninstall, { mode: "plugin" }, { self: moved });
   assertEquals(await backups(t.kimi), [], t.all());
 });
+
+Deno.test("every ✓ line says what was done: the silent steps (the record of homes, of directories) print none", async () => {
+  await using dir = await tempDir();
+  const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
+  const self = await fakeCompiled(dir.path);
+  const second = `${dir.path}/kimi-two`;
+  const said = [
+    await t.run(runInstall, {}, { self }),
+    await t.run(runInstall, { mode: "plugin", kimiHome: second }, { self }),
+    await t.run(runUninstall, { purge: true }, { self }),
+    await t.run(runUninstall, { mode: "plugin", kimiHome: second, purge: true }, { self }),
+  ];
+  for (const out of said) {
+    assertMatch(out, /^ {2}✓ \S/m);
+    assertNotMatch(out, /^ *✓ *$/m, out);
+  }
+});

@@ -174,3 +174,23 @@ Deno.test({
     assertEquals(await tree(home), [], out);
   },
 });
+
+Deno.test({
+  name:
+    "the command outlives its program copy: with versions/ deleted it says the copy is gone and what to run",
+  ignore: !posix,
+  async fn() {
+    await using dir = await tempDir();
+    const t = await installSandbox(dir.path);
+    const command = `${t.home}/.local/bin/openviking-kimi`;
+    const env = isolatedEnv(t.home, { OPENVIKING_URL: closedAddress(), PATH: BARE_PATH });
+    await t.run(runInstall, {}, { env });
+    await Deno.remove(`${t.home}/.openviking/agent-integrations/kimicode/versions`, { recursive: true });
+
+    const said = await shell(env, `${command} doctor`, 1);
+    assertMatch(said, /^openviking-kimi: the program copy \S+ is gone or incomplete .*; run install again: /);
+    assertEquals(await shell(env, `echo '{}' | ${command} hook stop`), "", "a hook stays silent");
+    await t.run(runInstall, {}, { env });
+    assertEquals((await shell(env, `${command} version`)).trim(), VERSION);
+  },
+});

@@ -72,6 +72,25 @@ Deno.test("uninstall says where writes queued for another server go and the comm
   );
 });
 
+Deno.test("uninstall --purge of a session queued for A, then for this server behind them: each counted where it goes", async () => {
+  await using dir = await tempDir();
+  const here = closedAddress();
+  const t = await installSandbox(dir.path, { OPENVIKING_URL: here });
+  const ctx = t.ctx(await fakeCompiled(dir.path));
+  await t.run(runInstall, {}, ctx);
+  const [pending, a] = [`${t.ov}/pending`, "http://10.0.0.9:1933"];
+  const msg = (content: string) => ({ role: "user" as const, content });
+  const queue = (url: string) => SessionQueue.open(pending, "kc-moved", { url, account: "", user: "" });
+  await (await queue(a)).messages([msg("one"), msg("two")]);
+  await (await queue(here)).messages([msg("three")]);
+  const said = (await t.run(runUninstall, { purge: true }, ctx)).replace(/\s+/g, " ");
+  assertStringIncludes(
+    said,
+    `2 message(s), 0 commit(s) are for another server or identity (OPENVIKING_URL=${a}); ` +
+      "1 message(s), 0 commit(s) for this server wait behind them",
+  );
+});
+
 Deno.test("install --url names the other Kimi homes that now use the new address and the writes queued for the first (with the replay that sends them there), in a dry run too", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path);
