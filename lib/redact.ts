@@ -7,10 +7,8 @@ export const REDACTED = "[REDACTED]";
 /** Records a secret a rule found and returns what stands in its place. */
 type Hide = (secret: string) => string;
 const plain: Hide = () => REDACTED;
-
 /** `<private…>…</private>` spans (unclosed: to the end); a `<private` with no `>` after it ends the scan. */
 const PRIVATE = /<private\b[^>]*(?:(>)([\s\S]*?)(?:<\/private\s*>|$)|$)/gi;
-
 /** Removes `<private>…</private>` spans; `hide` is shown each one's content, and each of its lines. */
 function stripPrivate(text: string, hide: Hide): string {
   return text.replace(PRIVATE, (m, opened, content: string) => {
@@ -28,7 +26,6 @@ const blank = (c: string | undefined) => c === " " || c === "\t";
 /** The length of the break `raw` (or its JSON escape `esc`) ending at `i`, else 0. */
 const breakAt = (text: string, i: number, raw: string, esc: string) =>
   text.endsWith(raw, i) ? raw.length : text.endsWith(esc, i) ? esc.length : 0;
-
 /** Where the base64 line ending at the line break before `at` starts (not before `floor`), if it is one. */
 function keyLineBefore(text: string, at: number, floor: number): number | undefined {
   const nl = breakAt(text, at, "\n", "\\n");
@@ -49,9 +46,7 @@ function redactKeyEnds(text: string, hide: Hide): string {
   let [out, copied] = ["", 0];
   for (const m of text.matchAll(KEY_END)) {
     let start = m.index;
-    for (let l = keyLineBefore(text, start, copied); l !== undefined; l = keyLineBefore(text, l, copied)) {
-      start = l;
-    }
+    while (keyLineBefore(text, start, copied) !== undefined) start = keyLineBefore(text, start, copied)!;
     if (text.slice(start, m.index).replace(/\s|\\[nr]/g, "").length < 24) continue; // a word, no key
     out += text.slice(copied, start) + hide(text.slice(start, m.index + m[0].length));
     copied = m.index + m[0].length;
@@ -59,16 +54,13 @@ function redactKeyEnds(text: string, hide: Hide): string {
   return out + text.slice(copied);
 }
 
-/** A cookie's `name=` and value, after the start or a `;`. */
 const COOKIE_PAIR = /(^|;)([ \t]*[^=;\s]+=)([^;]*)/g;
-
 /** The cookies' values of a cookie header's `pairs`; of a `Set-Cookie`'s, the first (then attributes). */
 function redactCookies(pairs: string, set: boolean, hide: Hide): string {
   return pairs.replace(COOKIE_PAIR, (m, sep, name, raw: string, at: number) => {
     const value = raw.trim();
     if ((set && at > 0) || !value || NO_SECRET.test(value)) return m;
-    const i = raw.indexOf(value);
-    return sep + name + raw.slice(0, i) + hide(value) + raw.slice(i + value.length);
+    return sep + name + raw.replace(value, () => hide(value));
   });
 }
 
@@ -95,37 +87,25 @@ const ESCAPED_LINE_REST = /(?:[^\r\n\\"]|\\(?![nrt]))+/y;
 const BLOCK_START = /(?:[ \t]+#[^\r\n\\]*)?(?:[ \t]*(?:\r?\n|((?:\\r)?\\n)))+[ \t]+/y;
 /** The words of a key name: `AWSSecretAccessKey`, `_authToken`, `DB_PASSWORD`, `x-api-key`. */
 const KEY_WORDS = /[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+/g;
-const wordSet = (list: string): ReadonlySet<string> => new Set(list.split(" "));
-/** Words that make a key name a secret's, wherever they stand in it. */
-const SECRET_WORDS = wordSet(
-  "secret token password passwd pwd pass passphrase credential credentials creds auth apikey " +
-    "accesstoken authtoken secretkey privatekey accesskey sig signature sshpass",
-);
-/** Last words that make a key name one about a secret, not of one: `TOKEN_URL`, `password_file`, `token_type`. */
-const ABOUT_SECRET = wordSet(
-  "url uri endpoint host path file dir name type mode method header count length len size limit max min " +
-    "enabled required ttl timeout expiry expires format prefix provider version id",
-);
-/** Secret words a key's one word may end with (`PGPASSWORD`, `GITHUBTOKEN`): env names glued. */
-const GLUED_SECRET_ENDS = "password passwd passphrase secret token apikey secretkey accesskey privatekey"
-  .split(" ");
-/** Words before a last `key` that make it no secret: `public_key`, `primary_key`, `sort_key`, `s3_key`. */
-const PLAIN_KEYS = wordSet(
-  "public pub primary foreign sort partition cache hash range row lookup idempotency unique map dict " +
-    "object index composite hot s3 i18n translation group order bucket schema",
-);
-/** Keys that name a secret only when it looks random (8+ token characters, letters and digits mixed 3 times). */
-const WEAK_KEYS = wordSet("key hmac salt otp pin");
-const randomRun = (v: string): boolean =>
-  /^[\w+/=~-]{8,}$/.test(v) && (v.match(/\d(?=[A-Za-z])|[A-Za-z](?=\d)/g) ?? []).length >= 3;
-
+/**
+ * Key names' words that make it a secret's; last words that make it about one (`TOKEN_URL`); ends of glued ones
+ * (`PGPASSWORD`); words before a last `key` that make it none (`s3_key`); keys a secret only when it looks random.
+ */
+// deno-fmt-ignore: word lists
+const [SECRET_WORDS, ABOUT_SECRET, PLAIN_KEYS, WEAK_KEYS] = [
+  "secret token password passwd pwd pass passphrase credential credentials creds auth apikey accesstoken authtoken secretkey privatekey accesskey sig signature sshpass",
+  "url uri endpoint host path file dir name type mode method header count length len size limit max min enabled required ttl timeout expiry expires format prefix provider version id",
+  "public pub primary foreign sort partition cache hash range row lookup idempotency unique map dict object index composite hot s3 i18n translation group order bucket schema",
+  "key hmac salt otp pin",
+].map((list): ReadonlySet<string> => new Set(list.split(" ")));
+const GLUED_SECRET_END = /(?:password|passwd|passphrase|secret|token|apikey|secretkey|accesskey|privatekey)$/;
 /** Whether a key name says its value is a secret: a secret word in it, or `…_key` of a secret kind. */
 function secretName(key: string): boolean {
   const words = (key.match(KEY_WORDS) ?? []).map((w) => w.toLowerCase());
   const last = words.at(-1) ?? "";
   if (ABOUT_SECRET.has(last)) return false;
   if (last === "key" || last === "keys") return words.length > 1 && !PLAIN_KEYS.has(words.at(-2)!);
-  return words.some((w) => SECRET_WORDS.has(w) || GLUED_SECRET_ENDS.some((end) => w.endsWith(end)));
+  return words.some((w) => SECRET_WORDS.has(w) || GLUED_SECRET_END.test(w));
 }
 
 /** Values that hold no secret: a redaction already made, a placeholder or variable, a number, a keyword. */
@@ -133,29 +113,19 @@ const NO_SECRET =
   /^(?:\[REDACTED\].*|\*+|[$%].*|\{\{.*|<[^>]*>|\d[\d._]*|true|false|null|none|nil|undefined|yes|no|on|off)$/i;
 /** Unquoted values that are code: a call, an index or a block, a member path, a URL, an operator. */
 const CODE = /[()[\]{}]|^[=<>!&|?]|^[A-Za-z_$][\w$]*(?:\??\.[A-Za-z_$][\w$]*)+;?$|^[a-z][a-z0-9+.-]*:\/\//i;
-
-/**
- * Whether an assignment's value is a secret: quoted, literal, or more than a word of prose unquoted (a digit
- * and a letter, a symbol, a long run); of a {@link WEAK_KEYS} key only a random run.
- */
+/** Whether an assignment's value is a secret: quoted, literal, or unquoted more than prose; a weak key's: random. */
 function secretValue(raw: string, literal: boolean, weak = false): boolean {
   const quote = OPENING_QUOTE.exec(raw)?.[0] ?? "";
   const v = quote ? raw.slice(quote.length, -quote.length).trim() : raw.trimEnd();
   if (!v || NO_SECRET.test(v)) return false;
-  if (weak) return randomRun(v);
+  if (weak) return /^[\w+/=~-]{8,}$/.test(v) && (v.match(/\d(?=[A-Za-z])|[A-Za-z](?=\d)/g) ?? []).length >= 3;
   if (quote) return true;
   return !CODE.test(v) &&
     (literal || (/\p{N}/u.test(v) && /\p{L}/u.test(v)) || /[^\p{L}\p{N}_.-]/u.test(v) || v.length >= 16);
 }
 
 const keyChar = (text: string, i: number): boolean => /[\w.-]/.test(text[i] ?? "");
-
-/** The match of sticky `re` at `at`, or null. */
-function stickyAt(re: RegExp, text: string, at: number): RegExpExecArray | null {
-  re.lastIndex = at;
-  return re.exec(text);
-}
-
+const stickyAt = (re: RegExp, text: string, at: number) => Object.assign(re, { lastIndex: at }).exec(text);
 /** Whether only blanks (and `export`) precede `at` on its line: "line", "escaped" (after `\n` of JSON), or "". */
 function lineStart(text: string, at: number): "line" | "escaped" | "" {
   const blanksBefore = (i: number) => {
@@ -239,30 +209,29 @@ function redactAwsSecrets(text: string, hide: Hide): string {
   });
 }
 
+/** The UTF-8 text base64 or base64url `b64` (blanks aside) decodes to, or undefined. */
+export function base64Text(b64: string): string | undefined {
+  try {
+    const standard = b64.replace(/\s+|[-_]/g, (c) => c === "-" ? "+" : c === "_" ? "/" : "");
+    return UTF8.decode(Uint8Array.fromBase64(standard));
+  } catch {
+    return undefined;
+  }
+}
 const UTF8 = new TextDecoder("utf-8", { fatal: true });
-
 /** A credential wrapped in base64: a run whose decoded text (UTF-8, no control characters) a rule finds one in. */
 function redactBase64(text: string, hide: Hide): string {
   return text.replace(BASE64_RUN, (run: string) => {
-    let decoded: string;
-    try {
-      const b64 = run.replace(/\s|\\[nr]|[-_]/g, (c) => c === "-" ? "+" : c === "_" ? "/" : "");
-      decoded = UTF8.decode(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)));
-    } catch {
-      return run;
-    }
-    if (/[^\P{Cc}\t\n\r]/u.test(decoded)) return run;
-    const found = Object.entries(CREDENTIAL_RULES).some(([name, rule]) =>
-      name !== "invisible-characters" && rule(decoded) !== decoded
-    );
+    const decoded = base64Text(run.replace(/\\[nr]/g, ""));
+    const found = decoded !== undefined && !/[^\P{Cc}\t\n\r]/u.test(decoded) &&
+      Object.entries(CREDENTIAL_RULES).some(([name, rule]) =>
+        name !== "invisible-characters" && rule(decoded) !== decoded
+      );
     return found ? hide(run) : run;
   });
 }
 
-/**
- * A secret's names in prose, by language: the name, the words that tie a qualifier to it (`the password for
- * prod is`, `das Passwort für die Datenbank ist`, or a colon after them), and "is" (none in Russian).
- */
+/** A secret's names in prose by language, the words that tie a qualifier to it (`das Passwort für…`), and "is". */
 const PROSE_SECRETS: readonly [name: RegExp, of: RegExp, is: RegExp | null][] = [
   [/secret|password|passwd|passphrase|passcode|token|api[ _-]?key/, /for|of/, /is|was/],
   [/passwort|kennwort/, /für|von|der|des/, /ist|lautet|war/],
@@ -284,17 +253,14 @@ const SECRET_IN_PROSE_UNQUOTED = new RegExp(
 );
 
 /**
- * Commands and their option that gives a password, with what may follow it: blanks or `=`; MySQL's and 7-Zip's `-p` only
- * glued (a lone `-p` asks for it); `smbclient -U user%password`; `htpasswd -b`'s third argument; and what must follow
- * the password (`echo password | … --password-stdin`).
+ * Commands and their option that gives a password, and what may follow it: blanks or `=`; MySQL's and 7-Zip's `-p`
+ * only glued; `smbclient -U user%password`; `htpasswd -b`'s third argument; `echo password | … --password-stdin`.
  */
+// deno-fmt-ignore: one command a line
 const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp, after?: RegExp][] = [
   [/mysql|mariadb|mysqldump|mysqladmin|mariadb-dump/, /-p/],
   [/sshpass/, /-p(?:[ \t]+|=)?/],
-  [
-    /(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry|az)[ \t]+login/,
-    /(?:-p|--password)(?:[ \t]+|=)/,
-  ],
+  [/(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry|az)[ \t]+login/, /(?:-p|--password)(?:[ \t]+|=)/],
   [/redis-cli/, /(?:-a|--pass)(?:[ \t]+|=)/],
   [/(?:un)?zip/, /(?:-P|--password)(?:[ \t]+|=)/],
   [/ssh-keygen/, /-[NP](?:[ \t]+|=)/],
@@ -320,24 +286,18 @@ const PASSWORD_OPTION = new RegExp(
   "g",
 );
 
-/**
- * XML's named values, when {@link secretName} takes the name and {@link secretValue} the value, as in YAML: an
- * element's text (or CDATA), a plist's `<key>` and `<string>`, a `key=`/`name=` attribute and its `value=`.
- */
+/** XML's named values (as YAML's): an element's text or CDATA, a plist's `<key>` and `<string>`, `key=…value=`. */
 const XML_SECRETS: readonly RegExp[] = [
   /(?<head><(?<tag>(?:[\w.-]+:)?(?<name>[\w.-]+))(?:[ \t][^<>\r\n]*)?>)(?<value>[^<\r\n]+)<\/\k<tag>>/g,
   /(?<head><(?<tag>(?:[\w.-]+:)?(?<name>[\w.-]+))(?:[ \t][^<>\r\n]*)?><!\[CDATA\[)(?<value>(?:[^\]<\r\n]|\](?!\]>)|<(?!!\[CDATA\[))*)\]\]><\/\k<tag>>/g,
   /(?<head><key>(?<name>[\w.-]+)<\/key>\s*<string>)(?<value>[^<\r\n]+)<\/string>/g,
   /(?<head>[ \t](?:key|name)=(?<q>["'])(?<name>[\w.:-]+)\k<q>[ \t]+value=(?<q2>["']))(?<value>[^"'\r\n]*)\k<q2>/g,
 ];
-
 /** Format and default-ignorable characters (variation selectors, Hangul fillers…) between printable ASCII. */
 const INVISIBLE_IN_ASCII = /(?<=[!-~])[\p{Cf}\p{DI}]+(?=[!-~])/gu;
-
 /**
- * What can hide a token from the rules: an escape sequence (as is, or `\u001b[…` in a JSON string); a run of
- * marks and invisible characters (dropped after ASCII); a character of the scripts whose compatibility forms
- * fold to ASCII (fullwidth, mathematical, circled…: Latin, Greek, Common, and U+FB29); and {@link MASK}.
+ * What can hide a token: an escape sequence (also `\u001b[…` in JSON); marks and invisible characters (dropped after
+ * ASCII); a character whose compatibility form folds to ASCII (Latin, Greek, Common, U+FB29); {@link MASK}.
  */
 const DISGUISE = new RegExp(
   String
@@ -347,26 +307,19 @@ const DISGUISE = new RegExp(
 /** The printable ASCII a character's NFKC form is, or "" (cached: the distinct characters of the texts seen). */
 const asciiFolds = new Map<string, string>();
 function asciiFold(c: string): string {
-  let folded = asciiFolds.get(c);
-  if (folded === undefined) {
-    const n = c.normalize("NFKC");
-    folded = n !== c && /^[ -~]+$/.test(n) ? n : "";
-    if (asciiFolds.size < 1 << 16) asciiFolds.set(c, folded);
-  }
+  const known = asciiFolds.get(c);
+  if (known !== undefined) return known;
+  const n = c.normalize("NFKC"), folded = n !== c && /^[ -~]+$/.test(n) ? n : "";
+  if (asciiFolds.size < 1 << 16) asciiFolds.set(c, folded);
   return folded;
 }
 
 /** What {@link redactDisguised}'s rules hide a secret with: as long as the secret, so offsets hold. */
 const MASK = "\ue000";
 const mask: Hide = (secret) => MASK.repeat(secret.length);
-
 /** A piece of a folded text: at `f` in it, from `o` in the text, `ol` long; `copy`: the same characters. */
 type Piece = { f: number; o: number; ol: number; copy: boolean };
-
-/**
- * `text` as the rules would read it undisguised — escape sequences out; compatibility forms as their ASCII;
- * marks and invisible characters after ASCII out — and its pieces; undefined when nothing folds.
- */
+/** `text` as the rules would read it undisguised, and its pieces; undefined when nothing folds. */
 function folded(text: string): { text: string; pieces: Piece[] } | undefined {
   const pieces: Piece[] = [];
   let [out, copied, changed, asciiEnd] = ["", 0, false, -1]; // asciiEnd: where the last ASCII (or fold) ended
@@ -407,9 +360,8 @@ function origin(pieces: readonly Piece[], k: number): [number, number] {
 }
 
 /**
- * Credentials disguised from the rules (fullwidth `ｐａｓｓｗｏｒｄ=…`, `ｇｈｐ＿…`, a mark or an escape sequence inside
- * a token): the other rules read the {@link folded} text, and each span they hide there is hidden in `text`, with
- * what was dropped right after it. Linear: one fold, one pass of the rules, a search per span.
+ * Credentials disguised (fullwidth `ｇｈｐ＿…`, a mark or an escape sequence inside): the other rules read the
+ * {@link folded} text, and each span they hide there is hidden in `text`, with what was dropped right after it.
  */
 function redactDisguised(text: string, hide: Hide): string {
   const f = folded(text);
@@ -447,20 +399,16 @@ const valued = (literal: boolean, quotedWhole = false): Pick => (raw) => {
 };
 
 /**
- * The rules as data, in the order they run (tests/support/credentials.ts has a sample of each; each may also
- * start after a JSON escape): a shape whose whole match is the secret (named after gitleaks' rules); a shape
- * whose group 1 is kept and group 2 the raw value its pick (all of it, else) finds the secret at the start of;
- * or code.
+ * The rules in the order they run (tests/support/credentials.ts has a sample of each): a shape whose match is the
+ * secret (named after gitleaks'); one whose group 1 is kept, group 2 the value its pick (else all) takes; or code.
  */
 // deno-fmt-ignore: one rule a line, a table
 const RULES: Readonly<Record<string, RegExp | [RegExp, Pick?] | Rule>> = {
   "invisible-characters": (text) => text.replace(INVISIBLE_IN_ASCII, ""),
   disguised: (text, hide = plain) => redactDisguised(text, hide),
-  // PEM, OpenSSH, PKCS#8, encrypted, PGP (PRIVATE or PGP 2's SECRET), SSH2 key blocks, to their END line (or the end).
-  "private-key": /(-----|---- )BEGIN ([A-Z0-9 _-]{0,40}(?:PRIVATE|SECRET) KEY(?: BLOCK)?)( ----|-----)[\s\S]*?(?:\1END \2\3|$)/g,
+  "private-key": /(-----|---- )BEGIN ([A-Z0-9 _-]{0,40}(?:PRIVATE|SECRET) KEY(?: BLOCK)?)( ----|-----)[\s\S]*?(?:\1END \2\3|$)/g, // PEM, OpenSSH, PKCS#8, encrypted, PGP (PRIVATE or PGP 2's SECRET), SSH2 key blocks, to their END line (or the end).
   "private-key-end": (text, hide = plain) => redactKeyEnds(text, hide),
-  // A PuTTY key file's private lines: the base64 lines after `Private-Lines: N` (as is, or in a JSON string).
-  "putty-private-key": [/(Private-Lines:[ \t]*\d+[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*)([A-Za-z0-9+/=]+(?=[ \t]*(?:[\r\n"'`]|\\[rn]|$))(?:[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*[A-Za-z0-9+/=]+(?=[ \t]*(?:[\r\n"'`]|\\[rn]|$)))*)/g],
+  "putty-private-key": [/(Private-Lines:[ \t]*\d+[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*)([A-Za-z0-9+/=]+(?=[ \t]*(?:[\r\n"'`]|\\[rn]|$))(?:[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*[A-Za-z0-9+/=]+(?=[ \t]*(?:[\r\n"'`]|\\[rn]|$)))*)/g], // A PuTTY key file's private lines: the base64 lines after `Private-Lines: N` (as is, or in a JSON string).
   "aws-secret-access-key": (text, hide = plain) => redactAwsSecrets(text, hide),
   "base64-wrapped": (text, hide = plain) => redactBase64(text, hide),
   "ai-api-key": /\b(?:sk-[\w-]{16,}|pplx-[A-Za-z0-9]{40,}|gsk_[A-Za-z0-9]{40,}|xai-[A-Za-z0-9]{32,})/g,
@@ -504,8 +452,7 @@ const RULES: Readonly<Record<string, RegExp | [RegExp, Pick?] | Rule>> = {
   "mailgun-private-api-token": /\bkey-[a-f0-9]{32}\b/g,
   "alibaba-access-key-id": /\bLTAI[A-Za-z0-9]{20}\b/g,
   "cloud-access-key-id": /\b(?:AKID[A-Za-z0-9]{32}|AKLT[\w-]{40,})/g,
-  // The user id in base64: each 4 characters of ASCII digits open with M, N or O, then D, T, j or z.
-  "discord-bot-token": /(?<![\w-])(?:[MNO][DTjz][\w-]{2}){5,6}[\w-]{0,3}\.[\w-]{6}\.[\w-]{27,40}(?![\w-])/g,
+  "discord-bot-token": /(?<![\w-])(?:[MNO][DTjz][\w-]{2}){5,6}[\w-]{0,3}\.[\w-]{6}\.[\w-]{27,40}(?![\w-])/g, // The user id in base64: each 4 characters of ASCII digits open with M, N or O, then D, T, j or z.
   "tailscale-key": /\btskey-[a-z]+-[A-Za-z0-9]+CNTRL-[A-Za-z0-9]{20,}/g,
   "supabase-token": /\b(?:sbp_[a-f0-9]{40}\b|sb_secret_[\w-]{20,})/g,
   "notion-token": /\b(?:ntn_[A-Za-z0-9]{40,}|secret_(?=[A-Za-z]*\d)[A-Za-z0-9]{43}\b)/g,
@@ -529,52 +476,35 @@ const RULES: Readonly<Record<string, RegExp | [RegExp, Pick?] | Rule>> = {
   "resend-api-key": /\bre_(?=\w*\d)[A-Za-z0-9]{8}_[A-Za-z0-9]{24}\b/g,
   "cloudflare-origin-ca-key": /\bv1\.0-[a-f0-9]{24}-[a-f0-9]{146}\b/g,
   "braintree-access-token": /\baccess_token\$production\$[a-z0-9]{16}\$[a-f0-9]{32}/g,
-  // A URL's `user:password@` (to the last `@` before the path: a password may hold one); a token as its user.
-  "url-userinfo": [/(?<=[a-z0-9+.-])(:\/\/[^\s/?#@:"'<>]*:)([^\s/?#"'<>]+)(?=@)/gi],
+  "url-userinfo": [/(?<=[a-z0-9+.-])(:\/\/[^\s/?#@:"'<>]*:)([^\s/?#"'<>]+)(?=@)/gi], // A URL's `user:password@` (to the last `@` before the path: a password may hold one); a token as its user.
   "url-token-user": /(?<=[a-z0-9+.-]:\/\/)(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{32,}(?=@)/gi,
-  // An Authorization header's credentials after its scheme word: a token, or all its `name="value"` parameters.
-  authorization: [/\b((?:proxy-)?authorization["'`]?[ \t]*[:=][ \t]*["'`]?(?:(?:basic|bearer|token|digest|negotiate|ntlm|ssws)[ \t]+)?)(?!(?:basic|bearer|token|digest|negotiate|ntlm|ssws)\b(?!=)|[$%{<[])([\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*)(?:[ \t]*,[ \t]*[\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*))*|[^\s"'`,;]+)/gi],
-  // A `Cookie` or `Set-Cookie` header (or its JSON member): its `name=value` pairs, to the line's or string's end.
-  cookie: (text, hide = plain) => text.replace(COOKIE, (_m, head, set, pairs) => head + redactCookies(pairs, set !== undefined, hide)),
-  // A bearer (or Okta's SSWS) token anywhere, with a digit (`Bearer authentication` is a phrase).
-  bearer: (text, hide = plain) => text.replace(/\b(Bearer|SSWS)([ \t]+)((?=[\w.~+/=-]*\d)[\w.~+/=-]{8,})/gi, (_m, word, gap, token) => word + gap + hide(token)),
-  // `Basic` credentials without their header: base64 that decodes to `user:password`.
-  basic: (text, hide = plain) => text.replace(/\b(Basic[ \t]+)([A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])/gi, (m, head, b64: string) => userAndPassword(b64) ? head + hide(b64) : m),
-  // The password of curl's `-u user:password` (not a numeric id, a variable or a placeholder).
-  "user-option": [/(?<![\w-])((?:--user|-u)(?:[ \t]+|=)["']?(?![$%{<[])[^\s"':]*:["']?)(?!\d+(?:[\s"']|$)|[$%{<[])([^\s"']+)/g],
-  // A quoted value a sentence says is a secret: `the secret is "…"`.
-  "secret-in-prose": (text, hide = plain) => text.replace(/\b((?:secret|password|passwd|passphrase|passcode|token|api[ _-]?key|credentials?)[ \t]+(?:is|was)[ \t]+)(\\?)(["'`])([^\s"'`\\]{4,200})\2\3/gi, (m, head, e, q, value) => NO_SECRET.test(value) ? m : head + e + q + hide(value) + e + q),
+  authorization: [/\b((?:proxy-)?authorization["'`]?[ \t]*[:=][ \t]*["'`]?(?:(?:basic|bearer|token|digest|negotiate|ntlm|ssws)[ \t]+)?)(?!(?:basic|bearer|token|digest|negotiate|ntlm|ssws)\b(?!=)|[$%{<[])([\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*)(?:[ \t]*,[ \t]*[\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*))*|[^\s"'`,;]+)/gi], // An Authorization header's credentials after its scheme word: a token, or all its `name="value"` parameters.
+  cookie: (text, hide = plain) => text.replace(COOKIE, (_m, head, set, pairs) => head + redactCookies(pairs, set !== undefined, hide)), // A `Cookie` or `Set-Cookie` header (or its JSON member): its `name=value` pairs, to the line's or string's end.
+  bearer: (text, hide = plain) => text.replace(/\b(Bearer|SSWS)([ \t]+)((?=[\w.~+/=-]*\d)[\w.~+/=-]{8,})/gi, (_m, word, gap, token) => word + gap + hide(token)), // A bearer (or Okta's SSWS) token anywhere, with a digit (`Bearer authentication` is a phrase).
+  basic: (text, hide = plain) => text.replace(/\b(Basic[ \t]+)([A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])/gi, (m, head, b64: string) => userAndPassword(b64) ? head + hide(b64) : m), // `Basic` credentials without their header: base64 that decodes to `user:password`.
+  "user-option": [/(?<![\w-])((?:--user|-u)(?:[ \t]+|=)["']?(?![$%{<[])[^\s"':]*:["']?)(?!\d+(?:[\s"']|$)|[$%{<[])([^\s"']+)/g], // The password of curl's `-u user:password` (not a numeric id, a variable or a placeholder).
+  "secret-in-prose": (text, hide = plain) => text.replace(/\b((?:secret|password|passwd|passphrase|passcode|token|api[ _-]?key|credentials?)[ \t]+(?:is|was)[ \t]+)(\\?)(["'`])([^\s"'`\\]{4,200})\2\3/gi, (m, head, e, q, value) => NO_SECRET.test(value) ? m : head + e + q + hide(value) + e + q), // A quoted value a sentence says is a secret: `the secret is "…"`.
   "secret-in-prose-unquoted": [SECRET_IN_PROSE_UNQUOTED, valued(false)],
-  // A value after a fullwidth `：`/`＝` (or a CJK "is") of an English secret word, or a CJK secret name and `:`, "is" or a blank.
-  "secret-label": [/(?<![A-Za-z0-9_\u0400-\u04ff])((?:(?:password|passwd|passphrase|passcode|secret|token|api[ _-]?key)[ \t]*(?:[：＝]|是|为|為)|(?:API[ \t]*(?:キー|키)|(?:API[ \t]*)?(?:密码|密碼|口令|密钥|密鑰|秘钥|私钥|私鑰|令牌|パスワード|トークン|秘密鍵|비밀번호|토큰))[ \t\u3000]*(?:[:：=＝]|是|为|為|は|が|는|은|가|(?<=[ \t\u3000]))|пароль[ \t]*[:：=＝])[ \t\u3000]*)("[^"\r\n]{1,200}"|'[^'\r\n]{1,200}'|(?:(?!["'`\\])[!-~]){4,200})/giu, valued(false, true)],
+  "secret-label": [/(?<![A-Za-z0-9_\u0400-\u04ff])((?:(?:password|passwd|passphrase|passcode|secret|token|api[ _-]?key)[ \t]*(?:[：＝]|是|为|為)|(?:API[ \t]*(?:キー|키)|(?:API[ \t]*)?(?:密码|密碼|口令|密钥|密鑰|秘钥|私钥|私鑰|令牌|パスワード|トークン|秘密鍵|비밀번호|토큰))[ \t\u3000]*(?:[:：=＝]|是|为|為|は|が|는|은|가|(?<=[ \t\u3000]))|пароль[ \t]*[:：=＝])[ \t\u3000]*)("[^"\r\n]{1,200}"|'[^'\r\n]{1,200}'|(?:(?!["'`\\])[!-~]){4,200})/giu, valued(false, true)], // A value after a fullwidth `：`/`＝` (or a CJK "is") of an English secret word, or a CJK secret name and `:`, "is" or a blank.
   "password-option": [PASSWORD_OPTION, valued(true)],
-  // A `.pgpass` line, `host:port:database:user:password` (or a string of it): the last field, ending it.
-  pgpass: [/(?<![^\r\n"'])([\w.*-]+:(?:\d+|\*):[^\s:"'\\]+:[^\s:"'\\]+:)([^\s:"'\\]+)(?=[ \t]*(?:[\r\n"]|\\[rn]|$))/g, valued(true)],
-  // Oracle's `user/password@` (a JDBC thin or OCI URL, `sqlplus`'s logon): the password.
-  "oracle-logon": [/\b((?:jdbc:oracle:(?:thin|oci):|(?:sqlplus|sqlldr|expdp|impdp|rman)(?:[ \t]+-\w+)*[ \t]+)[^\s/@:"']+\/)([^\s/@"'\\]+)(?=@)/gi],
-  // A Go SQL driver's DSN, `user:password@tcp(host)/db` (or `unix(…)`, `udp(…)`): the password.
-  "go-sql-dsn": [/(?<![\w.-])([\w.-]+:)([^\s@:"'\\]+)(?=@(?:tcp6?|udp|unix)\()/g],
-  // What `vault operator init` prints: `Unseal Key 1: …`, `Recovery Key 1: …`.
-  "vault-init-key": [/\b((?:Unseal|Recovery)[ \t]+Key[ \t]+\d+:[ \t]*)([A-Za-z0-9+/]{20,}={0,2})/g],
-  // curl's `-b`/`--cookie` with `name=value` pairs (not a cookie file), quoted or not.
-  "curl-cookie": (text, hide = plain) => text.replace(CURL_COOKIE, (_m, head, _q, pairs) => head + redactCookies(pairs, false, hide)),
-  // A command that sets a named value (fish's `set -x` too; `gh secret set`, whose every value is a secret).
-  "config-set": (text, hide = plain) => text.replace(CONFIG_SET, (m, head, gh, _q, name, value) => (gh || secretName(name)) && secretValue(value, true) ? head + hide(value) : m),
+  pgpass: [/(?<![^\r\n"'])([\w.*-]+:(?:\d+|\*):[^\s:"'\\]+:[^\s:"'\\]+:)([^\s:"'\\]+)(?=[ \t]*(?:[\r\n"]|\\[rn]|$))/g, valued(true)], // A `.pgpass` line, `host:port:database:user:password` (or a string of it): the last field, ending it.
+  "oracle-logon": [/\b((?:jdbc:oracle:(?:thin|oci):|(?:sqlplus|sqlldr|expdp|impdp|rman)(?:[ \t]+-\w+)*[ \t]+)[^\s/@:"']+\/)([^\s/@"'\\]+)(?=@)/gi], // Oracle's `user/password@` (a JDBC thin or OCI URL, `sqlplus`'s logon): the password.
+  "go-sql-dsn": [/(?<![\w.-])([\w.-]+:)([^\s@:"'\\]+)(?=@(?:tcp6?|udp|unix)\()/g], // A Go SQL driver's DSN, `user:password@tcp(host)/db` (or `unix(…)`, `udp(…)`): the password.
+  "vault-init-key": [/\b((?:Unseal|Recovery)[ \t]+Key[ \t]+\d+:[ \t]*)([A-Za-z0-9+/]{20,}={0,2})/g], // What `vault operator init` prints: `Unseal Key 1: …`, `Recovery Key 1: …`.
+  "curl-cookie": (text, hide = plain) => text.replace(CURL_COOKIE, (_m, head, _q, pairs) => head + redactCookies(pairs, false, hide)), // curl's `-b`/`--cookie` with `name=value` pairs (not a cookie file), quoted or not.
+  "config-set": (text, hide = plain) => text.replace(CONFIG_SET, (m, head, gh, _q, name, value) => (gh || secretName(name)) && secretValue(value, true) ? head + hide(value) : m), // A command that sets a named value (fish's `set -x` too; `gh secret set`, whose every value is a secret).
   "xml-element": (text, hide = plain) => XML_SECRETS.reduce((out, re) => out.replace(re, (m, ...args) => {
-    const { head, name, value } = args.at(-1) as Record<string, string>;
-    const v = value.trim();
+    const { head, name, value } = args.at(-1) as Record<string, string>, v = value.trim();
     return secretName(name) && secretValue(v, false) ? head + value.replace(v, () => hide(v)) + m.slice(head.length + value.length) : m;
   }), text),
   assignment: (text, hide = plain) => redactAssignments(text, hide),
 };
-const COOKIE = orAfterEscape(/\b((set-)?cookie\\?["'`]?[ \t]*:[ \t]*\\?["'`]?)([^\r\n"'`\\]+)/gi);
-const CURL_COOKIE = orAfterEscape(
+// deno-fmt-ignore: the shapes of the cookie, curl-cookie and config-set rules
+const [COOKIE, CURL_COOKIE, CONFIG_SET] = [
+  /\b((set-)?cookie\\?["'`]?[ \t]*:[ \t]*\\?["'`]?)([^\r\n"'`\\]+)/gi,
   /(?<![\w-])((?:-b|--cookie)(?:[ \t]+|=)(\\?["']|))((?:(?!\2)[^\s"'\\])*=(?:(?!\2)[^\r\n"'\\])*)/g,
-);
-const CONFIG_SET = orAfterEscape(
   /\b((?:setx|set(?:[ \t]+-[A-Za-z]+)+|launchctl[ \t]+setenv|(?:npm|yarn|pnpm)[ \t]+config[ \t]+set|aws[ \t]+configure[ \t]+set|git[ \t]+config(?:[ \t]+--(?:global|local|system))?|(gh[ \t]+secret[ \t]+set))[ \t]+("?)([^\s"=]+)\3(?:[ \t]+(?:-b|--body))?[ \t]+)(\\"[^"\r\n]*\\"|'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g,
-);
-
+].map(orAfterEscape);
 /** Every credential rule by name, in the order they run. */
 export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = Object.fromEntries(
   Object.entries(RULES).map(([name, r]): [string, Rule] => {
@@ -601,7 +531,6 @@ const wordChar = (c: string | undefined) => c !== undefined && /\w/.test(c);
 /** Whether `text[at, end)` stands bare: no word character glued to a word character at either end. */
 const bareSpan = (text: string, at: number, end: number) =>
   !(wordChar(text[at]) && wordChar(text[at - 1])) && !(wordChar(text[end - 1]) && wordChar(text[end]));
-
 /** `text` with the `spans` (sorted by start) replaced by one `[REDACTED]` per run of overlapping ones. */
 function redactSpans(text: string, spans: readonly [number, number][]): string {
   let [out, from, end] = ["", 0, 0];
@@ -624,13 +553,12 @@ function redactSeen(text: string, seen: ReadonlySet<string>): string {
   return redactSpans(text, spans);
 }
 
-/** The two odd bases of a print's polynomial hashes, each modulo 2^32 (`Math.imul`: integer arithmetic only). */
+/** The odd bases of a print's two polynomial hashes modulo 2^32. */
 const BASES = [0x01000193, 0x5bd1e995] as const;
 /** The most prints a session keeps (the newest). */
 export const MAX_PRINTS = 64;
 const printOf = (length: number, h1: number, h2: number) =>
   `${length}:${(h1 >>> 0).toString(36)}:${(h2 >>> 0).toString(36)}`;
-
 /** A learned secret's print, kept instead of it: its length and two 32-bit polynomial hashes of its UTF-16 units. */
 export function secretPrint(secret: string): string {
   let [h1, h2] = [0, 0];
@@ -644,15 +572,15 @@ export function secretPrint(secret: string): string {
 /** Each prints set's first hashes by length (of lengths redaction learns), parsed once per set. */
 const parsedPrints = new WeakMap<ReadonlySet<string>, ReadonlyMap<number, ReadonlySet<number>>>();
 function firstHashes(prints: ReadonlySet<string>): ReadonlyMap<number, ReadonlySet<number>> {
-  let firsts = parsedPrints.get(prints);
-  if (!firsts) {
-    const parsed = [...prints].map((p) => p.split(":")).filter(([n]) => Number(n) >= MIN_LEARNED);
-    firsts = new Map([...Map.groupBy(parsed, ([n]) => Number(n))].map(([n, ps]) => [
-      n,
-      new Set(ps.map(([, h1]) => Number.parseInt(h1, 36) | 0)),
-    ]));
-    parsedPrints.set(prints, firsts);
-  }
+  const known = parsedPrints.get(prints);
+  if (known) return known;
+  const split = [...prints].map((p) => p.split(":")).filter(([n]) => Number(n) >= MIN_LEARNED);
+  const firsts = new Map(
+    [...Map.groupBy(split, ([n]) => Number(n))].map((
+      [n, ps],
+    ) => [n, new Set(ps.map(([, h]) => parseInt(h, 36) | 0))]),
+  );
+  parsedPrints.set(prints, firsts);
   return firsts;
 }
 
@@ -682,9 +610,8 @@ function redactPrinted(text: string, prints: ReadonlySet<string>): string {
 }
 
 /**
- * Full redaction: private spans first, then credentials. With `seen` (one set for the texts of one turn or
- * batch), each secret found (and each private span's content, and its lines) is remembered there, bare, and every
- * one remembered is redacted wherever it recurs bare; so is every secret of `prints` (of secrets found earlier).
+ * Private spans, then credentials, out. Each secret found (and private span, and its lines) is learned into `seen`
+ * (the texts of one turn or batch) and redacted wherever it recurs bare; so is each secret of `prints`.
  */
 export function redact(text: string, seen?: Set<string>, prints?: ReadonlySet<string>): string {
   const hide: Hide = !seen ? plain : (secret) => {
@@ -701,15 +628,13 @@ export function redact(text: string, seen?: Set<string>, prints?: ReadonlySet<st
 
 /** A URL — or any text naming URLs — with every `user:password@` removed (for messages and logs). */
 export const withoutUserinfo = (text: string): string => text.replace(/\/\/[^/?#\s"'<>]*@/g, "//");
-
 /** Text with every secret masked: the given ones, every credential, bearer tokens and URL userinfo. */
 export function scrubText(text: string, secrets: readonly string[] = []): string {
   const s = secrets.filter((x) => x.length >= 4).reduce((t, x) => t.replaceAll(x, "***"), text);
   return withoutUserinfo(redactCredentials(s).replace(/\b(Bearer)\s+[^\s"',;]+/gi, "$1 ***"));
 }
 
-const SECRET_KEY =
-  /^(api[_-]?key|apikey|token|access[_-]?token|secret|password|authorization|bearer|credentials?)$/i;
+const SECRET_KEY = /^(api[_-]?key|(access[_-]?)?token|secret|password|authorization|bearer|credentials?)$/i;
 
 /** Deep copy of `value` with secret-looking fields and any of `secrets` masked. */
 export function scrub(value: unknown, secrets: readonly string[] = [], depth = 0): unknown {
@@ -718,7 +643,7 @@ export function scrub(value: unknown, secrets: readonly string[] = [], depth = 0
   if (value instanceof Error) return { name: value.name, message: scrub(value.message, secrets, depth + 1) };
   if (Array.isArray(value)) return value.map((v) => scrub(v, secrets, depth + 1));
   const masked = (k: string, v: unknown) =>
-    SECRET_KEY.test(k) && v !== undefined && v !== "" && typeof v !== "boolean";
+    SECRET_KEY.test(k) && !([undefined, "", true, false] as unknown[]).includes(v);
   return Object.fromEntries(
     Object.entries(value).map(([k, v]) => [k, masked(k, v) ? "***" : scrub(v, secrets, depth + 1)]),
   );
