@@ -1,8 +1,6 @@
 /**
- * Writes to OpenViking sessions and the pending queue behind them. A write is a batch of messages or a commit;
- * what cannot go now waits in `<pending>/kimicode/<session>/<seq>-m<count>.json | <seq>-c.json` (one file per
- * write, created whole); what OpenViking refuses for good is kept in `kimicode-rejected/` (same form, bounded).
- * Each session's queue is replayed in order under its kernel lock, a write claimed by a rename while it goes.
+ * Writes to OpenViking sessions and the queue behind them: `<pending>/kimicode/<session>/<seq>-m<count>.json |
+ * <seq>-c.json` (a write a file), refused writes in `kimicode-rejected/`; replayed in order under a kernel lock.
  */
 
 import * as z from "zod/mini";
@@ -20,6 +18,7 @@ import { sha256Hex, stableStringify } from "../lib/hash.ts";
 import { withLock } from "../lib/lock.ts";
 import { asRecord, isRecord } from "../lib/parsed.ts";
 import { dirName, joinPath, safeId } from "../lib/paths.ts";
+import { base64Text } from "../lib/redact.ts";
 import { commandName } from "../lib/self.ts";
 import { AnyResult, type Budget, type OpenVikingClient, type OvFailure } from "./client.ts";
 
@@ -35,9 +34,8 @@ const MessageSchema = z.object({
 export type MessagePayload = z.infer<typeof MessageSchema>;
 
 /**
- * Where a write is meant to go: the server's base URL and the identity; `key`, a digest of the API key it was
- * queued under ("": none; never the key), and `owner`, the `account/user` that key names (none: a key that
- * names no user). A write without `key` was queued before keys were kept.
+ * Where a write goes: base URL, identity; `key`, a digest of the API key it was queued under ("": none), and
+ * `owner`, the `account/user` that key names. A write without `key` was queued before keys were kept.
  */
 export const DestinationSchema = z.object({
   url: z.string(),
@@ -56,39 +54,21 @@ export function destinationOf(o: { baseUrl: string; account?: string; user?: str
 }
 
 /**
- * The `account/user` an OpenViking user key names: its first two base64url segments of three, as the server
- * itself reads them before it checks the secret (0.5 `api_keys/new.py parse_api_key`); undefined for any
- * other key.
+ * The destination of `o`'s writes with its key's digest and owner: a user key's first two base64url segments of
+ * three, as the server reads them (0.5 `api_keys/new.py parse_api_key`).
  */
-function keyOwner(apiKey: string): string | undefined {
-  const parts = apiKey.split(".");
-  if (parts.length !== 3) return undefined;
-  const decode = (b: string) => {
-    try {
-      const bin = atob(b.replaceAll("-", "+").replaceAll("_", "/"));
-      return new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
-    } catch {
-      return "";
-    }
-  };
-  const [account, user] = parts.slice(0, 2).map(decode);
-  return account && user ? `${account}/${user}` : undefined;
-}
-
-/** The destination of `o`'s writes with its key's digest and owner: what writes are queued for. */
 export async function destinationFor(
   o: { baseUrl: string; account?: string; user?: string; apiKey?: string },
 ): Promise<Destination> {
+  const parts = o.apiKey?.split(".") ?? [];
+  const [account, user] = parts.length === 3 ? parts.map((p) => base64Text(p)) : [];
   const key = o.apiKey ? (await sha256Hex(`openviking-kimi key\n${o.apiKey}`)).slice(0, 16) : "";
-  const owner = o.apiKey ? keyOwner(o.apiKey) : undefined;
-  return { ...destinationOf(o), key, ...owner ? { owner } : {} };
+  return { ...destinationOf(o), key, ...account && user ? { owner: `${account}/${user}` } : {} };
 }
 
 /**
  * Whether an entry queued for `to` may go to `here`: the same server and identity, and the key it was queued
- * under, one naming the same owner (the server takes a key only as the user it names), or any key when it was
- * queued with none (no other user's key made it: the key the user gives later is its owner's); an entry
- * without `to` or `key` was queued before they were kept.
+ * under, one naming the same owner, or any key when it was queued with none.
  */
 export const goesTo = (to: Destination | undefined, here: Destination): boolean =>
   !to ||
@@ -111,18 +91,17 @@ export function elsewhereWords(held: readonly (Destination & ReturnType<typeof c
   const byPlace = new Map<string, ReturnType<typeof countOf>>();
   for (const d of held) {
     const key = d.key && `<${d.owner ? `${d.owner}'s key` : "the key they were queued under"}>`;
-    const where = Object.entries({ URL: d.url, ACCOUNT: d.account, USER: d.user, API_KEY: key }).filter((
-      [, v],
-    ) => v)
-      .map(([k, v]) => `OPENVIKING_${k}=${v}`).join(" ");
+    const where = Object.entries({ URL: d.url, ACCOUNT: d.account, USER: d.user, API_KEY: key })
+      .filter(([, v]) => v).map(([k, v]) => `OPENVIKING_${k}=${v}`).join(" ");
     const n = byPlace.get(where) ?? { messages: 0, commits: 0 };
     byPlace.set(where, { messages: n.messages + d.messages, commits: n.commits + d.commits });
   }
   if (!byPlace.size) return undefined;
-  const places = [...byPlace];
-  const commands = places.map(([where]) => `\`${where} ${commandName()} replay\``).join(", ");
+  const commands = [...byPlace.keys()].map((where) => `\`${where} ${commandName()} replay\``).join(", ");
   return {
-    summary: places.map(([where, n]) => `${countWords(n)} are for another server or identity (${where})`)
+    summary: [...byPlace].map(([where, n]) =>
+      `${countWords(n)} are for another server or identity (${where})`
+    )
       .join("; "),
     fix: `they are sent only there: run ${commands} (with that server's key in OPENVIKING_API_KEY if it ` +
       "needs one); they stay queued until then",
@@ -133,7 +112,7 @@ export function elsewhereWords(held: readonly (Destination & ReturnType<typeof c
 export const elsewhereOf = (sessions: QueueSummary["sessions"], here: Destination) =>
   elsewhereWords(sessions.flatMap((s) => goesTo(s.to, here) ? [] : [{ ...s, ...s.to! }]));
 
-/** `unsure`: it may have reached the server; from then (`true`: at once) the session is asked before a resend; `to`: where it goes. */
+/** `unsure`: it may have reached the server; the session is asked before a resend from then (true: at once). */
 const ENTRY_BASE = {
   version: z.literal(1),
   sessionId: z.string().check(z.minLength(1)),
@@ -156,15 +135,12 @@ export type QueueEntry = z.infer<typeof QueueEntrySchema>;
 
 /** Why a kept write was refused (status 0: never reached the server), and when. */
 const RejectionSchema = z.object({ at: z.number(), status: z.number(), message: z.string() });
-type Refusal = Omit<z.infer<typeof RejectionSchema>, "at">;
+type Refusal = { status: number; message: string };
 
 /** A write to send or keep: a queue entry without its place in the queue, made at `createdAt` (none: now). */
 type Unqueued<E> = E extends QueueEntry ? Omit<E, "version" | "seq" | "createdAt"> & { createdAt?: number }
   : never;
 type Write = Unqueued<QueueEntry>;
-
-/** `<seq>-<tag>.json`, or `<seq>-<tag>.<pid>.claim` when claimed by replay `pid`. */
-const QUEUE_FILE = /^(\d{10})-(m\d+|c)(?:\.json|\.(\d+)\.claim)$/;
 
 /** The dedupe key of a message: sha256 of session id and the payload with sorted keys. */
 export async function messageKey(sessionId: string, payload: MessagePayload): Promise<string> {
@@ -179,7 +155,7 @@ export async function sessionQueueDir(pendingDir: string, sessionId: string, sub
 /** A file of a session's queue: tag `m<count>` or `c`; `claimedBy` the replay's pid. */
 type QueueFile = { name: string; seq: number; tag: string; claimedBy?: number };
 
-/** The file name of entry `seq` holding `holds` (an entry or its tag), claimed by `pid` if given. */
+/** The file name of entry `seq` holding `holds` (an entry or its tag): `<seq>-<tag>.json`, or `.<pid>.claim`. */
 function entryName(seq: number, holds: QueueEntry | string, pid?: number): string {
   const tag = typeof holds === "string" ? holds : holds.kind === "commit" ? "c" : `m${holds.messages.length}`;
   return `${String(seq).padStart(10, "0")}-${tag}${pid === undefined ? ".json" : `.${pid}.claim`}`;
@@ -187,21 +163,17 @@ function entryName(seq: number, holds: QueueEntry | string, pid?: number): strin
 
 /** The entries and claims of a queue directory, in sequence order. */
 async function queueFiles(dir: string): Promise<QueueFile[]> {
-  const out: QueueFile[] = [];
-  for (const e of await listDir(dir)) {
-    const m = e.isDirectory ? null : QUEUE_FILE.exec(e.name);
-    if (m) {
-      out.push({ name: e.name, seq: Number(m[1]), tag: m[2], claimedBy: m[3] ? Number(m[3]) : undefined });
-    }
-  }
-  return out.sort((a, b) => a.seq - b.seq);
+  return (await listDir(dir)).flatMap((e) => {
+    const m = e.isDirectory ? null : /^(\d{10})-(m\d+|c)(?:\.json|\.(\d+)\.claim)$/.exec(e.name);
+    return m
+      ? [{ name: e.name, seq: Number(m[1]), tag: m[2], claimedBy: m[3] ? Number(m[3]) : undefined }]
+      : [];
+  }).sort((a, b) => a.seq - b.seq);
 }
 
-/** A queue file's JSON, read up to 128 MiB (above any entry we write: a message may be 10 M characters); undefined when missing, not a regular file, too large, unreadable or not JSON. */
+/** A queue file's JSON, up to 128 MiB (a message may be 10 M characters); undefined when it cannot be read. */
 const readQueueJson = async (path: string): Promise<unknown> =>
   parseJsonOrUndefined(await readTextIfExists(path, 128 << 20).catch(() => undefined));
-
-/** An entry file, parsed; undefined when gone or not an entry. */
 const readEntry = async (path: string) => QueueEntrySchema.safeParse(await readQueueJson(path)).data;
 
 /** The session directories in `subdir`. */
@@ -210,12 +182,12 @@ async function sessionDirs(pendingDir: string, subdir: string): Promise<string[]
   return (await listDir(root)).filter((e) => e.isDirectory).map((e) => joinPath(root, e.name));
 }
 
-/** Each session directory in `subdir` (only `sessionId`'s if given, when there) with its files and first entry. */
+/** Each session directory in `subdir` (only `sessionId`'s if given) with its files and first entry. */
 async function sessionHeads(pendingDir: string, subdir: string, sessionId?: string) {
   const one = sessionId === undefined ? undefined : await sessionQueueDir(pendingDir, sessionId, subdir);
-  const there = one && await Deno.stat(one).then((i) => i.isDirectory, () => false);
+  const dirs = one ? await Deno.stat(one).then((i) => i.isDirectory ? [one] : [], () => []) : undefined;
   const out: { dir: string; files: QueueFile[]; first?: QueueEntry }[] = [];
-  for (const dir of one ? (there ? [one] : []) : await sessionDirs(pendingDir, subdir)) {
+  for (const dir of dirs ?? await sessionDirs(pendingDir, subdir)) { // one at a time: an entry may be 128 MiB
     const files = await queueFiles(dir);
     out.push({ dir, files, first: files.length ? await readEntry(joinPath(dir, files[0].name)) : undefined });
   }
@@ -227,13 +199,12 @@ const UNREADABLE = ".unreadable";
 
 /** The files set aside as unreadable. */
 export async function setAsideFiles(pendingDir: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const subdir of [QUEUE_SUBDIR, REJECTED_SUBDIR]) {
-    for (const dir of await sessionDirs(pendingDir, subdir)) {
-      for (const e of await listDir(dir)) if (e.name.endsWith(UNREADABLE)) out.push(joinPath(dir, e.name));
-    }
-  }
-  return out.sort();
+  const dirs = (await Promise.all([QUEUE_SUBDIR, REJECTED_SUBDIR].map((s) => sessionDirs(pendingDir, s))))
+    .flat();
+  const names = await Promise.all(
+    dirs.map(async (dir) => (await listDir(dir)).map((e) => joinPath(dir, e.name))),
+  );
+  return names.flat().filter((path) => path.endsWith(UNREADABLE)).sort();
 }
 
 /** The set-aside files in words (status, doctor, replay). */
@@ -254,8 +225,7 @@ export const BATCH_MAX_BYTES = 512 * 1024;
 
 /** The end of the next batch from `from` (at least one message). */
 export function nextBatchEnd(payloads: readonly MessagePayload[], from: number): number {
-  let bytes = 0;
-  let end = from;
+  let [bytes, end] = [0, from];
   while (end < payloads.length && end - from < BATCH_LIMIT) {
     bytes += new TextEncoder().encode(JSON.stringify(payloads[end])).length + 1;
     if (end > from && bytes > BATCH_MAX_BYTES) break;
@@ -268,16 +238,15 @@ export function nextBatchEnd(payloads: readonly MessagePayload[], from: number):
 export const REJECTED_MAX_ENTRIES = 1000;
 export const REJECTED_MAX_BYTES = 16 * 1024 * 1024;
 
-/** Writes an entry per write (`extra` added to each) after seq `last` in `dir`; returns those stored (stops at the first failure). */
+/** Writes an entry per write (`extra` added) after seq `last` in `dir`; returns those stored (to the first failure). */
 async function appendEntries(dir: string, last: number, writes: Write[], extra = {}) {
   const stored: QueueEntry[] = [];
   if (writes.length) await ensurePrivateDir(dir);
-  const createdAt = Date.now();
-  let seq = last;
+  let [createdAt, seq] = [Date.now(), last];
   for (const w of writes) {
     const body = w.kind === "commit" ? { kind: w.kind, key: w.key } : { kind: w.kind, messages: w.messages };
-    for (let attempts = 1;; attempts++) {
-      const head = { version: 1, sessionId: w.sessionId, createdAt: w.createdAt ?? createdAt, to: w.to };
+    const head = { version: 1, sessionId: w.sessionId, createdAt: w.createdAt ?? createdAt, to: w.to };
+    for (let attempts = 1;; attempts++) { // a name taken: the next seq
       const e = { ...head, seq: ++seq, unsure: w.unsure, ...body, ...extra } as QueueEntry;
       try {
         await createExclusive(joinPath(dir, entryName(seq, e)), `${JSON.stringify(e)}\n`);
@@ -295,11 +264,11 @@ async function appendEntries(dir: string, last: number, writes: Write[], extra =
 const keysOf = (e: Write) => e.kind === "commit" ? [`commit:${e.key}`] : e.messages.map((m) => m.key);
 
 /** The dedupe keys of a session's queue files. */
-async function queuedKeys(dir: string, files: QueueFile[]): Promise<Set<string>> {
-  const keys = new Set<string>();
+async function queuedKeys(dir: string, files: QueueFile[]): Promise<string[]> {
+  const keys: string[] = [];
   for (const f of files) {
     const entry = await readEntry(joinPath(dir, f.name));
-    for (const k of entry ? keysOf(entry) : []) keys.add(k);
+    if (entry) keys.push(...keysOf(entry));
   }
   return keys;
 }
@@ -319,7 +288,13 @@ export class SessionQueue {
     const dir = await sessionQueueDir(pendingDir, sessionId);
     await removeAbandonedTemps(dir);
     const files = await queueFiles(dir);
-    return new SessionQueue(dir, sessionId, to, files.at(-1)?.seq ?? 0, await queuedKeys(dir, files));
+    return new SessionQueue(
+      dir,
+      sessionId,
+      to,
+      files.at(-1)?.seq ?? 0,
+      new Set(await queuedKeys(dir, files)),
+    );
   }
 
   /** Whether writes of the session wait in the queue. */
@@ -350,13 +325,15 @@ export class SessionQueue {
       for (let i = 0; i < fresh.length; i += batches.at(-1)!.length) {
         batches.push(fresh.slice(i, nextBatchEnd(fresh.map((m) => m.payload), i)));
       }
-      const writes = batches.map((b, i): Write => ({
-        sessionId: this.sessionId,
-        kind: "messages",
-        messages: b.map(({ key, payload }) => ({ key, payload })),
-        unsure: i === 0 ? options.unsure : undefined,
-      }));
-      const stored = await this.append(options.now ?? Date.now(), writes);
+      const stored = await this.append(
+        options.now ?? Date.now(),
+        batches.map((b, i): Write => ({
+          sessionId: this.sessionId,
+          kind: "messages",
+          messages: b.map(({ key, payload }) => ({ key, payload })),
+          unsure: i === 0 ? options.unsure : undefined,
+        })),
+      );
       return stored === batches.length ? payloads.length : batches[stored][0].index;
     } catch {
       return 0;
@@ -372,12 +349,11 @@ export class SessionQueue {
 
 /** Dedupe keys of a session's queued and rejected messages. */
 export async function queuedMessageKeys(pendingDir: string, sessionId: string): Promise<Set<string>> {
-  const keys = new Set<string>();
-  for (const subdir of [QUEUE_SUBDIR, REJECTED_SUBDIR]) {
+  const keys = await Promise.all([QUEUE_SUBDIR, REJECTED_SUBDIR].map(async (subdir) => {
     const dir = await sessionQueueDir(pendingDir, sessionId, subdir);
-    for (const k of await queuedKeys(dir, await queueFiles(dir))) keys.add(k);
-  }
-  return keys;
+    return await queuedKeys(dir, await queueFiles(dir));
+  }));
+  return new Set(keys.flat());
 }
 
 /** Keeps a refused (or expired) write in the rejected place, then trims it; throws when it cannot. */
@@ -398,23 +374,25 @@ const knownPlaces = new Map<
 
 /** Adds `added` to the rejected place and drops its oldest unclaimed writes past the bounds (never `added`). */
 async function trimRejected(pendingDir: string, added: string): Promise<void> {
+  const sized = async (path: string, at?: number) => {
+    const info = await Deno.stat(path).catch(() => undefined);
+    return info ? [{ path, bytes: info.size, at: at ?? info.mtime?.getTime() ?? 0 }] : [];
+  };
   let place = knownPlaces.get(pendingDir);
-  if (!place) {
-    const files = [];
-    for (const dir of await sessionDirs(pendingDir, REJECTED_SUBDIR)) {
-      for (const f of await queueFiles(dir)) {
-        const path = joinPath(dir, f.name);
-        const info = f.claimedBy === undefined && await Deno.stat(path).catch(() => undefined);
-        if (info) files.push({ path, bytes: info.size, at: info.mtime?.getTime() ?? 0 });
-      }
-    }
-    files.sort((a, b) => a.at - b.at || (a.path < b.path ? -1 : 1));
-    knownPlaces.set(pendingDir, place = { files, bytes: files.reduce((n, f) => n + f.bytes, 0) });
-  } else {
-    const info = await Deno.stat(added).catch(() => undefined);
-    if (info) place.files.push({ path: added, bytes: info.size, at: Date.now() });
-    place.bytes += info?.size ?? 0;
+  if (place) place.files.push(...await sized(added, Date.now()));
+  else {
+    const dirs = await sessionDirs(pendingDir, REJECTED_SUBDIR);
+    const all = await Promise.all(
+      dirs.map(async (dir) =>
+        (await queueFiles(dir)).filter((f) => f.claimedBy === undefined)
+          .map((f) => joinPath(dir, f.name))
+      ),
+    );
+    const files = (await Promise.all(all.flat().map((path) => sized(path)))).flat()
+      .sort((a, b) => a.at - b.at || (a.path < b.path ? -1 : 1));
+    knownPlaces.set(pendingDir, place = { files, bytes: 0 });
   }
+  place.bytes = place.files.reduce((n, f) => n + f.bytes, 0);
   while (
     place.files.length > 1 && (place.files.length > REJECTED_MAX_ENTRIES || place.bytes > REJECTED_MAX_BYTES)
   ) {
@@ -486,19 +464,11 @@ interface Delivery {
   stop?: OvFailure;
 }
 
-/** Whether a batch failure means "one by one": from now on (the batch route is missing) or for this batch. */
-function serialFor(res: OvFailure, end: number): number {
-  if (res.kind === "missing-route") return Infinity;
-  if (res.kind === "not-openviking" && (res.status === 404 || res.status === 405)) return Infinity;
-  return res.kind === "rejected" || res.status === 413 ? end : 0;
-}
-
 /**
  * Delivers write `w` in order until a failure other than a refusal: a commit, or its messages in batches — one
- * by one for a batch refused or too large, and from then on when the batch route is missing. What OpenViking
- * refuses for good is kept in the rejected place before it counts as settled (throws when it cannot be kept);
- * `onSettled` hears every settled prefix before the next request, `beforeRequest` every request (session
- * writes carry no actor peer).
+ * by one for a batch refused or too large, and from then on when the batch route is missing. A refusal is kept
+ * in the rejected place before it counts as settled (throws when it cannot); `onSettled` hears every settled
+ * prefix before the next request, `beforeRequest` every request.
  */
 async function deliver(
   client: OpenVikingClient,
@@ -512,9 +482,8 @@ async function deliver(
 ): Promise<Delivery> {
   const d: Delivery = { settled: 0, sent: 0, rejections: [] };
   const payloads = w.kind === "commit" ? [] : w.messages.map((m) => m.payload);
-  const count = w.kind === "commit" ? 1 : payloads.length;
   let serialUntil = 0;
-  while (d.settled < count) {
+  while (d.settled < (w.kind === "commit" ? 1 : payloads.length)) {
     const from = d.settled;
     const serial = w.kind === "commit" || from < serialUntil;
     const end = serial ? from + 1 : nextBatchEnd(payloads, from);
@@ -526,13 +495,15 @@ async function deliver(
       : ["/messages/batch", { messages: payloads.slice(from, end) }];
     const options = { body, budget, peerId: null };
     const res = await client.request("POST", `${sessionPath(w.sessionId)}${path}`, AnyResult, options);
+    const missing = !res.ok && (res.kind === "missing-route" ||
+      (res.kind === "not-openviking" && (res.status === 404 || res.status === 405)));
     if (res.ok) {
       const { pending_tokens: n, task_id: id } = asRecord(res.result); // n: the session's uncommitted tokens
       const tokens = typeof n === "number" && Number.isFinite(n) && n >= 0 ? n : undefined;
       if (w.kind === "commit") d.taskId = typeof id === "string" && id ? id : undefined;
       else [d.sent, d.pendingTokens] = [d.sent + end - from, serial ? tokens ?? d.pendingTokens : tokens];
-    } else if (!serial && serialFor(res, end)) {
-      serialUntil = serialFor(res, end);
+    } else if (!serial && (missing || res.kind === "rejected" || res.status === 413)) {
+      serialUntil = missing ? Infinity : end; // one by one: from now on, or for this batch
       continue;
     } else if (res.kind === "rejected") {
       const why = { status: res.status, message: res.error.message };
@@ -560,7 +531,11 @@ const queueOf = async (
   client: OpenVikingClient,
 ) => o.queue ?? await SessionQueue.open(o.pendingDir, sid, await destinationFor(client.options));
 
-/** Sends messages to session `sid` in order; what cannot be sent is queued behind the settled prefix. `beforeRequest` records the intent first (`askFrom` when queued unsure), `onAcked` the progress; if either throws, sending stops. */
+/**
+ * Sends messages to session `sid` in order; what cannot be sent is queued behind the settled prefix.
+ * `beforeRequest` records the intent first (`askFrom` when queued unsure), `onAcked` the progress; if either
+ * throws, sending stops.
+ */
 export async function sendMessages(
   client: OpenVikingClient,
   sid: string,
@@ -612,18 +587,17 @@ export async function sendMessages(
   return report;
 }
 
-type CommitOutcome =
-  | { kind: "committed"; taskId?: string }
-  | { kind: "queued"; cause?: OvFailure }
-  | { kind: "rejected"; status: number; message: string }
-  | { kind: "failed"; message: string };
-
 /** Commits session `sid` (`key` names this commit); queued behind earlier writes with `queueOnly`. */
 export async function commitSession(
   client: OpenVikingClient,
   sid: string,
   options: { budget: Budget; pendingDir: string; key: string; queueOnly?: boolean; queue?: SessionQueue },
-): Promise<CommitOutcome> {
+): Promise<
+  | { kind: "committed"; taskId?: string }
+  | { kind: "queued"; cause?: OvFailure }
+  | { kind: "rejected"; status: number; message: string }
+  | { kind: "failed"; message: string }
+> {
   const w: Write = {
     sessionId: sid,
     to: await destinationFor(client.options),
@@ -648,8 +622,6 @@ type HeldMessage = { role: string; turnId?: string; text: string };
 
 /** Messages in a reply (`…/context`, an archive): text in `parts` (older: `content`). */
 const MessagesReply = z.looseObject({ messages: z.catch(z.array(z.unknown()), []) });
-
-const SessionReply = z.looseObject({ commit_count: z.catch(z.int(), 0) });
 
 const heldIn = (result: z.output<typeof MessagesReply>): HeldMessage[] =>
   result.messages.filter(isRecord).map((m) => ({
@@ -676,8 +648,7 @@ const isAbsent = (res: OvFailure, absent: readonly OvFailure["kind"][] = ["rejec
 /**
  * What the session holds: the messages its newest commit archived (the newest readable archive that has any),
  * then those since; the failure when the server cannot say (a page that is not OpenViking's, or a missing
- * route, cannot say there is nothing). A batch it stored is among them even after a commit: our later writes
- * to the session wait behind one whose reply was lost.
+ * route, cannot say there is nothing).
  */
 export async function heldMessages(
   client: OpenVikingClient,
@@ -685,17 +656,18 @@ export async function heldMessages(
   budget: Budget,
 ): Promise<HeldMessage[] | OvFailure> {
   const get = <S extends z.ZodMiniType>(path: string, schema: S) =>
-    client.request("GET", path, schema, { budget, peerId: null, maxReplyBytes: 16 << 20 });
-  const live = await get(`${sessionPath(sid)}/context`, MessagesReply);
+    client.request("GET", `${sessionPath(sid)}${path}`, schema, {
+      budget,
+      peerId: null,
+      maxReplyBytes: 16 << 20,
+    });
+  const live = await get("/context", MessagesReply);
   if (!live.ok) return isAbsent(live) ? [] : live;
-  const meta = await get(sessionPath(sid), SessionReply);
+  const meta = await get("", z.looseObject({ commit_count: z.catch(z.int(), 0) }));
   if (!meta.ok) return meta;
   for (let n = meta.result.commit_count; n > 0; n--) {
     // OpenViking 0.5.2 answers an archive it has not completed with a NOT_FOUND that names nothing.
-    const archive = await get(
-      `${sessionPath(sid)}/archives/archive_${String(n).padStart(3, "0")}`,
-      MessagesReply,
-    );
+    const archive = await get(`/archives/archive_${String(n).padStart(3, "0")}`, MessagesReply);
     if (!archive.ok && !isAbsent(archive, ["rejected", "missing-route"])) return archive;
     const archived = archive.ok ? heldIn(archive.result) : [];
     if (archived.length) return [...archived, ...heldIn(live.result)];
@@ -725,7 +697,7 @@ export interface ReplayReport
   elsewhere: (Destination & { messages: number; commits: number })[];
 }
 
-interface ReplayRun {
+type ReplayRun = {
   client: OpenVikingClient;
   pendingDir: string;
   options: ReplayOptions;
@@ -733,7 +705,7 @@ interface ReplayRun {
   sent: number;
   stopAll: boolean;
   report: ReplayReport;
-}
+};
 
 /** Failures every session would meet the same way. */
 const STOPS_ALL = new Set(["unreachable", "auth", "redirect", "not-openviking", "missing-route"]);
@@ -744,7 +716,7 @@ async function keep<E extends QueueEntry>(claimPath: string, entry: E): Promise<
   return entry;
 }
 
-/** Replays one claimed entry (progress kept in the claim); returns the failure that stopped it. Throws when a refused write cannot be kept. */
+/** Replays one claimed entry (progress kept in the claim); returns the failure that stopped it; throws when a refusal cannot be kept. */
 async function replayEntry(run: ReplayRun, claimPath: string, entry: QueueEntry) {
   const { client, report } = run;
   const { sessionId } = entry;
@@ -835,8 +807,7 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
 
 /**
  * Replays one session's queue under its lock (`replay.lock`; a held lock defers it); an emptied directory
- * goes. An entry for another destination holds back the session's later ones: its writes go in the order
- * they were queued.
+ * goes. An entry for another destination holds back the session's later ones.
  */
 async function replaySession(run: ReplayRun, dir: string): Promise<void> {
   const done = await withLock(joinPath(dir, "replay.lock"), async () => {
@@ -853,17 +824,14 @@ async function replaySession(run: ReplayRun, dir: string): Promise<void> {
   else if (done.value) await Deno.remove(dir).catch(() => {});
 }
 
-/** Replays our queue (or the rejected place): sessions oldest first write first, each in sequence order, bounded in entries and time. */
+/** Replays our queue (or the rejected place): sessions oldest first write first, each in sequence order, bounded. */
 export async function replayQueue(pendingDir: string, client: OpenVikingClient, options: ReplayOptions) {
   const zero = { replayed: 0, messages: 0, held: 0, rejected: 0, expired: 0, deferred: 0 };
   const report: ReplayReport = { ...zero, commitTasks: [], delivered: [], elsewhere: [] };
   const now = options.now ?? Date.now();
   const run: ReplayRun = { client, pendingDir, options, now, sent: 0, stopAll: false, report };
-  const sessions = await sessionHeads(
-    pendingDir,
-    options.rejected ? REJECTED_SUBDIR : QUEUE_SUBDIR,
-    options.sessionId,
-  );
+  const subdir = options.rejected ? REJECTED_SUBDIR : QUEUE_SUBDIR;
+  const sessions = await sessionHeads(pendingDir, subdir, options.sessionId);
   sessions.sort((a, b) => (a.first?.createdAt ?? now) - (b.first?.createdAt ?? now));
   for (const { dir } of sessions) await replaySession(run, dir);
   return report;
