@@ -8,7 +8,6 @@ import { originOf } from "./config.ts";
 
 /** A failure told to a person: what happened and the fix. */
 export type Advice = { summary: string; fix: string };
-
 /** A failure as states and the ledger record it ("local": our own files could not be written). */
 export const CauseSchema = z.object({
   kind: z.enum([...FAILURE_KINDS, "local"]),
@@ -18,7 +17,6 @@ export const CauseSchema = z.object({
   location: z.optional(z.string()),
 });
 export type Cause = z.infer<typeof CauseSchema>;
-
 /** `text` ending as a sentence. */
 export function asSentence(text: string): string {
   return /[.!?…]$/.test(text) ? text : `${text}.`;
@@ -42,9 +40,7 @@ export function isRootKeyRefusal(f: Pick<OvFailure, "kind" | "status" | "error">
 
 /** "; writes wait in the queue until then": how every outage's fix ends. */
 const WAIT = "; writes wait in the queue until then";
-
 type Told = Pick<OvFailure, "kind" | "status" | "error" | "location">;
-
 /** Per failure kind: its summary and fix at `url`, commands named `cmd`. */
 const ADVICE: Record<OvFailure["kind"], (f: Told, url: string, cmd: string, env: Env) => Advice> = {
   redirect: (f, url, cmd) => ({

@@ -10,7 +10,6 @@ import { originOf } from "./config.ts";
 /** The shortest time between two probes of a silent server (doubled per failure, up to the max); a probe's timeout. */
 export const PROBE_INTERVAL_MS = 10_000;
 export const PROBE_MAX_MS = 300_000;
-
 /** An open breaker: one outage of one server; `answeredAt`: a probe's search got an answer after `at`. */
 const BreakerSchema = z.object({
   origin: z.string(),
@@ -22,13 +21,11 @@ const BreakerSchema = z.object({
   answeredAt: z.optional(z.number()),
 });
 export type Breaker = z.infer<typeof BreakerSchema>;
-
 const FILE = /^kimicode-breaker-[0-9a-f]{16}\.json$/;
 const fileOf = async (dir: string, url: string) =>
   joinPath(dir, `kimicode-breaker-${(await sha256Hex(originOf(url))).slice(0, 16)}.json`);
 const write = async (dir: string, b: Breaker) =>
   await writeFileAtomic(await fileOf(dir, b.origin), `${JSON.stringify(b)}\n`).catch(() => {});
-
 /** Every breaker file in `dir` (what `uninstall --purge` removes). */
 export async function breakerFiles(dir: string): Promise<string[]> {
   const entries = dir ? await Array.fromAsync(Deno.readDir(dir)).catch(() => []) : [];
@@ -43,16 +40,13 @@ export async function readBreaker(dir: string, baseUrl: string): Promise<Breaker
 
 /** Whether `b` keeps prompts from asking: no answer since its latest unanswered recall. */
 export const isOpen = (b: Breaker): boolean => !(b.answeredAt !== undefined && b.answeredAt >= b.at);
-
 /** When `b` may be probed next: the wait doubles with each failure, up to PROBE_MAX_MS. */
 export const nextProbeAt = (b: Breaker): number =>
   Math.max(b.at, b.probedAt ?? 0) +
   Math.min(PROBE_INTERVAL_MS * 2 ** Math.max(0, b.failures - 1), PROBE_MAX_MS);
-
 /** Whether the server took the request and did not answer in time. */
 export const isUnanswered = (f: OvFailure | undefined): boolean =>
   f?.kind === "unreachable" && f.error.code === "TIMEOUT";
-
 /** Notes a prompt's recall: unanswered opens the breaker, an answer closes it; returns it now (undefined: closed). */
 export async function noteRecall(
   dir: string,
@@ -80,7 +74,6 @@ export async function noteRecall(
 
 /** Records that a probe of `b` starts now. */
 export const noteProbing = (dir: string, b: Breaker, now = Date.now()) => write(dir, { ...b, probedAt: now });
-
 /** Records that the server answered what was asked at `askedAt`, if asked after the breaker's latest failure. */
 export async function noteAnswered(dir: string, baseUrl: string, askedAt: number): Promise<void> {
   const b = await readBreaker(dir, baseUrl);

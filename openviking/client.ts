@@ -22,7 +22,6 @@ export class Budget {
 
 /** Why a call failed; only `rejected` (a final code in OpenViking's envelope) is for good; `model`: the server's. */
 export type FailureKind = (typeof FAILURE_KINDS)[number];
-
 export const FAILURE_KINDS = [
   "rejected",
   "auth",
@@ -34,17 +33,12 @@ export const FAILURE_KINDS = [
   "missing-route",
   "too-large",
 ] as const;
-
 /** An error as the server (or the transport) reported it. */
 type OvError = { code?: string; message: string; details?: unknown };
-
 type OvSuccess<T> = { ok: true; status: number; result: T };
-
 /** A failed call; `status` 0: no HTTP answer; `location`: a redirect's target. */
 export type OvFailure = { ok: false; status: number; kind: FailureKind; error: OvError; location?: string };
-
 export type OvResponse<T> = OvSuccess<T> | OvFailure;
-
 export function failure(kind: FailureKind, status: number, error: OvError, location?: string): OvFailure {
   return { ok: false, status, kind, error, ...(location ? { location } : {}) };
 }
@@ -66,7 +60,6 @@ const FINAL_CODES = new Set(
     .split(" "),
 );
 const AUTH_CODES = new Set(["UNAUTHENTICATED", "PERMISSION_DENIED"]);
-
 /** A raw HTTP answer, its body already bounded. */
 export type RawReply = {
   status: number;
@@ -83,7 +76,6 @@ function envelopeOf(text: string): JsonRecord | undefined {
 }
 
 const MESSAGE_CHARS = 300;
-
 /** The server's words in a parsed error body. */
 function wordsOf(body: unknown): string | undefined {
   if (!isRecord(body)) return undefined;
@@ -110,11 +102,9 @@ function errorOf(body: JsonRecord, status: number): OvError {
 /** Whether an error is a model provider's answer (or silence) the server passes on (its 401: not our key). */
 const fromUpstream = (e: OvError) =>
   (isRecord(e.details) && "upstream_message" in e.details) || /^Upstream model\b/.test(e.message);
-
 /** Whether a 404 envelope names a missing resource rather than a missing route. */
 const namesResource = ({ details: d }: OvError) =>
   isRecord(d) && [d.resource, d.type, d.uri].some((v) => typeof v === "string");
-
 /** A printable description of a body that is not OpenViking's. */
 function sampleOf(text: string, contentType: string | null | undefined): string {
   if (!text.trim()) return "an empty body";
@@ -180,7 +170,6 @@ type BodyStop =
   | { kind: "too-large"; limitBytes: number }
   | { kind: "stalled"; ms: number }
   | { kind: "cut"; cause: unknown };
-
 /** A body read within `maxBytes`, `idleMs` and `signal`; a bound cancels it, keeps what came, says why. */
 export async function readBody(
   response: Response,
@@ -221,10 +210,8 @@ export async function readBody(
 export type ClientOptions =
   & Partial<Pick<Config, "apiKey" | "account" | "user" | "peerId">>
   & { baseUrl: string; userAgent: string; timeoutMs: number; fetch?: typeof fetch };
-
 /** The schema of a result nobody reads (writes). */
 export const AnyResult: z.ZodMiniUnknown = z.unknown();
-
 /**
  * Options of one request; `peerId` null = none; `maxReplyBytes` default 1 MiB; a `FormData` body goes as it is;
  * `binary`: an OK reply that is not JSON is its bytes (checked by the schema).

@@ -1,7 +1,4 @@
-/**
- * Configuration: connection and identity from the environment, ovcli.conf and ov.conf (the rules of
- * OpenViking's other plugins), and every knob (`KNOBS`). Resolution is pure; only `loadConfig` reads files.
- */
+/** Connection and identity from env, ovcli.conf and ov.conf, and every knob; only `loadConfig` reads files. */
 
 import { parseJsonOrUndefined, readRegularTextSync, settled, SMALL_FILE_MAX_BYTES } from "../lib/fs.ts";
 import { asRecord, type JsonRecord } from "../lib/parsed.ts";
@@ -22,16 +19,9 @@ import { commandName } from "../lib/self.ts";
 
 /** Default server address, as every OpenViking client's. */
 export const DEFAULT_BASE_URL = "http://127.0.0.1:1933";
-
 type CredentialMode = "env" | "cli" | "auto";
-
-/**
- * Connection and identity. `peerId`: an explicit actor peer ("" = derive from the workspace);
- * `credentialSource`: "env", "ovcli.conf", "ov.conf" or "default"; `apiKeySource`: where the key came from
- * ("none"); `apiKeyOrigin`: the origin a file's key was saved for ("" = any): {@link keyFor} sends it there only.
- */
+/** Connection and identity; `apiKeyOrigin`: the origin a file's key was saved for ("" = any). */
 type Credentials = ReturnType<typeof resolveCredentials>;
-
 /** Raw inputs to resolution: parsed files, workspace files nearest first. */
 export interface ConfigSources {
   env: Env;
@@ -43,13 +33,11 @@ export interface ConfigSources {
 }
 
 const str = (v: unknown): string => (typeof v === "string" ? v.trim() : "");
-
-/** `OPENVIKING_CREDENTIAL_SOURCE`'s values (`environment`: the last version's spelling of `env`). */
 const CREDENTIAL_MODES = new Map<string, CredentialMode>(
   Object.entries({ env: "env", environment: "env", ovcli: "cli", auto: "auto", "": "auto" }),
 );
 
-/** Credential mode from `OPENVIKING_CREDENTIAL_SOURCE`: `env`, `ovcli`, `auto`; else `auto` (a warning). */
+/** Credential mode from `OPENVIKING_CREDENTIAL_SOURCE`: `env` (`environment`), `ovcli`, `auto`; else `auto`, warned. */
 export function credentialMode(env: Env, warnings: string[] = []): CredentialMode {
   const raw = env.OPENVIKING_CREDENTIAL_SOURCE ?? "";
   const mode = CREDENTIAL_MODES.get(raw.trim().toLowerCase());
@@ -128,7 +116,6 @@ function layer(source: string, keySource: string, origin: string, record: JsonRe
   return { source, keySource, origin, url, key, account, user, peerId };
 }
 type Layer = ReturnType<typeof layer>;
-
 /**
  * Resolves connection and identity as OpenViking's shared plugin runtime does: the URL from env, ovcli.conf,
  * ov.conf (`env` mode skips ovcli.conf, `ovcli` mode env); key and identity from all three, or from ovcli.conf
@@ -198,12 +185,7 @@ type Parser<T> = (value: unknown) => T;
 const refuse = (reason: string): never => {
   throw new Error(reason);
 };
-
-const BOOL_WORDS = new Map([
-  ...["1", "true", "yes", "on"].map((w): [string, boolean] => [w, true]),
-  ...["0", "false", "no", "off"].map((w): [string, boolean] => [w, false]),
-]);
-
+const BOOL_WORDS = new Map(["1", "true", "yes", "on", "0", "false", "no", "off"].map((w, i) => [w, i < 4]));
 /** A boolean, or 1/0, true/false, yes/no, on/off. */
 const boolKnob: Parser<boolean> = (raw) => {
   const v = typeof raw === "string" ? BOOL_WORDS.get(raw.trim().toLowerCase()) : raw;
@@ -239,43 +221,31 @@ const listKnob: Parser<string[]> = (raw) => {
 
 const pathKnob: Parser<string> = (raw) =>
   typeof raw !== "string" ? refuse("expected string") : raw || refuse("needs at least 1 character");
-
 /** What a workspace file may do with a knob, against the user's value; `may` words it ("" = nothing). */
-type WorkspaceRule = { allows: (asked: unknown, user: unknown) => boolean; may: string };
-
-const NEVER: WorkspaceRule = { allows: () => false, may: "" };
-const LOWER: WorkspaceRule = { allows: (asked, user) => Number(asked) <= Number(user), may: "lower it" };
-const RAISE: WorkspaceRule = { allows: (asked, user) => Number(asked) >= Number(user), may: "raise it" };
+type WorkspaceRule = { may: string; allows: (asked: unknown, user: unknown) => boolean };
+const NEVER: WorkspaceRule = { may: "", allows: () => false };
+const LOWER: WorkspaceRule = { may: "lower it", allows: (asked, user) => Number(asked) <= Number(user) };
+const RAISE: WorkspaceRule = { may: "raise it", allows: (asked, user) => Number(asked) >= Number(user) };
 const ADD: WorkspaceRule = {
-  allows: (asked, user) => (user as string[]).every((item) => (asked as string[]).includes(item)),
   may: "add to it",
+  allows: (a, u) => (u as string[]).every((x) => (a as string[]).includes(x)),
 };
-/** The user's value, or `strict`. */
-const toward = (strict: unknown, may: string): WorkspaceRule => ({
-  allows: (asked, user) => asked === strict || asked === user,
-  may,
-});
-/** Recall scopes, widest first. */
+const OFF: WorkspaceRule = { may: "turn it off", allows: (asked, user) => asked === false || asked === user };
+const ON: WorkspaceRule = { may: "turn it on", allows: (asked, user) => asked === true || asked === user };
+/** Recall scopes, widest first: a workspace may only narrow. */
 const SCOPES = ["all", "actor", "strict"] as const;
-/** The user's value or a narrower one of `order` (widest first). */
-const narrower = (order: readonly string[]): WorkspaceRule => ({
-  allows: (asked, user) => order.indexOf(String(asked)) >= order.indexOf(String(user)),
-  may: `set it to ${order.slice(1).map((v) => `"${v}"`).join(" or ")}`,
-});
-const OFF = toward(false, "turn it off");
-const ON = toward(true, "turn it on");
+const NARROWER: WorkspaceRule = {
+  may: `set it to ${SCOPES.slice(1).map((v) => `"${v}"`).join(" or ")}`,
+  allows: (asked, user) => SCOPES.indexOf(asked as "all") >= SCOPES.indexOf(user as "all"),
+};
 
 /** A knob: its variable, parser, default and workspace rule. */
-const knob = <T>(env: string, parse: Parser<T>, fallback: NoInfer<T>, workspace: WorkspaceRule) => ({
-  env,
-  parse,
-  default: fallback,
-  workspace,
-});
+function knob<T>(env: string, parse: Parser<T>, fallback: NoInfer<T>, workspace: WorkspaceRule) {
+  return { env, parse, default: fallback, workspace };
+}
 
 /** The commit policies, cheapest last. */
 export const COMMIT_POLICIES = ["every-turn", "balanced", "session-end"] as const;
-
 /**
  * Every knob: its variable, parser, default and what a workspace file may do with it. A knob whose effect
  * reaches other projects (the per-server breaker, unsure writes, other sessions' ledgers) is NEVER.
@@ -288,7 +258,7 @@ export const KNOBS = {
   bypassSession: knob("OPENVIKING_BYPASS_SESSION", boolKnob, false, ON),
   bypassSessionPatterns: knob("OPENVIKING_BYPASS_SESSION_PATTERNS", listKnob, [], ADD),
   scoreThreshold: knob("OPENVIKING_SCORE_THRESHOLD", numKnob(0, 1, false), 0.35, RAISE),
-  recallPeerScope: knob("OPENVIKING_RECALL_PEER_SCOPE", enumKnob(SCOPES), "all", narrower(SCOPES)),
+  recallPeerScope: knob("OPENVIKING_RECALL_PEER_SCOPE", enumKnob(SCOPES), "all", NARROWER),
   recallDigestLimit: knob("OPENVIKING_RECALL_DIGEST_LIMIT", numKnob(1, 50), 5, LOWER),
   recallDigestChars: knob("OPENVIKING_RECALL_DIGEST_CHARS", numKnob(300, 32_000), 1200, LOWER),
   minQueryLength: knob("OPENVIKING_MIN_QUERY_LENGTH", numKnob(0, 10_000), 3, RAISE),
@@ -311,9 +281,7 @@ export const KNOBS = {
 
 /** Resolved knob values; `debugLogPath` "" = no log (no home). */
 export type Settings = { [K in keyof typeof KNOBS]: ReturnType<(typeof KNOBS)[K]["parse"]> };
-
 const shown = (value: unknown) => JSON.stringify(value) ?? String(value);
-
 /** The first of `layers` that sets `name` (null counts as unset). */
 function firstSetting(layers: [string, JsonRecord][], name: string) {
   const layer = layers.find(([, l]) => l[name] !== undefined && l[name] !== null);
@@ -402,12 +370,9 @@ function debugLogPath(knob: string, env: Env, warnings: string[]): string {
 
 /** Everything a command needs. */
 export type Config = Credentials & Settings & { userAgent: string };
-
 type Resolved = { config: Config; warnings: string[] };
-
 /** Connection fields a workspace file may never set. */
 const WORKSPACE_FORBIDDEN = ["url", "api_key", "apiKey", "baseUrl", "mcpUrl", "account", "user", "peerId"];
-
 /** Pure resolution of the full config from its sources. */
 export function resolveConfig(sources: ConfigSources): Resolved {
   const warnings: string[] = removedWarnings(sources.env);

@@ -7,10 +7,8 @@ import type { Config } from "./config.ts";
 
 /** Ids the server accepts as `X-OpenViking-Actor-Peer`. */
 export const PEER_ID_PATTERN = /^[A-Za-z0-9_.@-]+$/;
-
 /** A resolved peer id ("" = none) and its source. */
 export type Peer = { peerId: string; source: "explicit" | "git-remote" | "git-root" | "cwd" | "none" };
-
 /** Whether the server accepts an id: the pattern, at most one `@`, not `.` or `..`. */
 export function isValidPeerId(id: string): boolean {
   return PEER_ID_PATTERN.test(id) && (id.match(/@/g) ?? []).length <= 1 && id !== "." && id !== "..";
@@ -19,11 +17,9 @@ export function isValidPeerId(id: string): boolean {
 /** `id`, at most 100 characters (a longer one cut, ending in a hash of `full`). */
 const capLength = async (id: string, full: string): Promise<string> =>
   id.length <= 100 ? id : `${id.slice(0, 87)}-${(await sha256Hex(full)).slice(0, 12)}`;
-
 /** A path as a peer id: every non-alphanumeric character becomes `-` (the other plugins' rule). */
 const pathPeerId = async (path: string) =>
   path ? await capLength(path.replace(/[^A-Za-z0-9]/g, "-"), path) : "";
-
 /** A git remote URL as lower-case `host/path` (no user, port or `.git`); "" if unusable. */
 export function normalizeRemote(url: string): string {
   const s = url.trim();
@@ -70,7 +66,6 @@ export function remoteUrlFromGitConfig(text: string): string {
 
 /** A workspace file, when it is a regular one of sane size (a FIFO or device at .git/config would block). */
 const readText = (path: string) => readTextIfExists(path, SMALL_FILE_MAX_BYTES).catch(() => undefined);
-
 /** The git work-tree root at or above `cwd` and its config file. */
 async function findGitRepo(cwd: string): Promise<{ root: string; configPath: string } | undefined> {
   let dir = cwd.replace(/[\\/]+$/, "") || "/";

@@ -25,14 +25,12 @@ import { AnyResult, type Budget, type OpenVikingClient, type OvFailure } from ".
 /** Our queue's and the rejected place's subdirectories of the pending directory. */
 export const QUEUE_SUBDIR = "kimicode";
 export const REJECTED_SUBDIR = "kimicode-rejected";
-
 const MessageSchema = z.object({
   role: z.enum(["user", "assistant"]),
   content: z.string(),
   turn_id: z.optional(z.string()),
 });
 export type MessagePayload = z.infer<typeof MessageSchema>;
-
 /**
  * Where a write goes: base URL, identity; `key`, a digest of the API key it was queued under ("": none), and
  * `owner`, the `account/user` that key names. A write without `key` was queued before keys were kept.
@@ -45,7 +43,6 @@ export const DestinationSchema = z.object({
   owner: z.optional(z.string()),
 });
 export type Destination = z.infer<typeof DestinationSchema>;
-
 /** The destination of a client's writes: its base URL without userinfo or trailing slash, account, user. */
 export function destinationOf(o: { baseUrl: string; account?: string; user?: string }): Destination {
   const url = URL.parse(o.baseUrl);
@@ -74,18 +71,15 @@ export const goesTo = (to: Destination | undefined, here: Destination): boolean 
   !to ||
   (to.url === here.url && to.account === here.account && to.user === here.user &&
     (!to.key || to.key === here.key || (to.owner !== undefined && to.owner === here.owner)));
-
 /** Queued or refused writes in words, as status and doctor say them: "2 message(s), 1 commit(s) of 1 session(s)". */
 export const countWords = (c: { messages: number; commits: number; sessions?: number }): string =>
   `${c.messages} message(s), ${c.commits} commit(s)` +
   (c.sessions === undefined ? "" : ` of ${c.sessions} session(s)`);
-
 /** What queue files hold, from their names. */
 const countOf = (files: readonly { tag: string }[]) => ({
   messages: files.reduce((n, f) => n + (f.tag === "c" ? 0 : Number(f.tag.slice(1))), 0),
   commits: files.filter((f) => f.tag === "c").length,
 });
-
 /** Writes held for other destinations (per session), in words: what waits where and how to deliver it there. */
 export function elsewhereWords(held: readonly (Destination & ReturnType<typeof countOf>)[]) {
   const byPlace = new Map<string, ReturnType<typeof countOf>>();
@@ -111,7 +105,6 @@ export function elsewhereWords(held: readonly (Destination & ReturnType<typeof c
 /** The sessions' writes queued for another destination than `here`, in words; undefined when there are none. */
 export const elsewhereOf = (sessions: QueueSummary["sessions"], here: Destination) =>
   elsewhereWords(sessions.flatMap((s) => goesTo(s.to, here) ? [] : [{ ...s, ...s.to! }]));
-
 /** `unsure`: it may have reached the server; the session is asked before a resend from then (true: at once). */
 const ENTRY_BASE = {
   version: z.literal(1),
@@ -132,16 +125,13 @@ export const QueueEntrySchema = z.discriminatedUnion("kind", [
   z.object({ ...ENTRY_BASE, kind: z.literal("commit"), key: z.string() }),
 ]);
 export type QueueEntry = z.infer<typeof QueueEntrySchema>;
-
 /** Why a kept write was refused (status 0: never reached the server), and when. */
 const RejectionSchema = z.object({ at: z.number(), status: z.number(), message: z.string() });
 type Refusal = { status: number; message: string };
-
 /** A write to send or keep: a queue entry without its place in the queue, made at `createdAt` (none: now). */
 type Unqueued<E> = E extends QueueEntry ? Omit<E, "version" | "seq" | "createdAt"> & { createdAt?: number }
   : never;
 type Write = Unqueued<QueueEntry>;
-
 /** The dedupe key of a message: sha256 of session id and the payload with sorted keys. */
 export async function messageKey(sessionId: string, payload: MessagePayload): Promise<string> {
   return await sha256Hex(`addMessage\n${sessionId}\n${stableStringify(payload)}`);
@@ -154,7 +144,6 @@ export async function sessionQueueDir(pendingDir: string, sessionId: string, sub
 
 /** A file of a session's queue: tag `m<count>` or `c`; `claimedBy` the replay's pid. */
 type QueueFile = { name: string; seq: number; tag: string; claimedBy?: number };
-
 /** The file name of entry `seq` holding `holds` (an entry or its tag): `<seq>-<tag>.json`, or `.<pid>.claim`. */
 function entryName(seq: number, holds: QueueEntry | string, pid?: number): string {
   const tag = typeof holds === "string" ? holds : holds.kind === "commit" ? "c" : `m${holds.messages.length}`;
@@ -175,7 +164,6 @@ async function queueFiles(dir: string): Promise<QueueFile[]> {
 const readQueueJson = async (path: string): Promise<unknown> =>
   parseJsonOrUndefined(await readTextIfExists(path, 128 << 20).catch(() => undefined));
 const readEntry = async (path: string) => QueueEntrySchema.safeParse(await readQueueJson(path)).data;
-
 /** The session directories in `subdir`. */
 async function sessionDirs(pendingDir: string, subdir: string): Promise<string[]> {
   const root = joinPath(pendingDir, subdir);
@@ -196,7 +184,6 @@ async function sessionHeads(pendingDir: string, subdir: string, sessionId?: stri
 
 /** The suffix replay gives a queue file it cannot read (kept for the user). */
 const UNREADABLE = ".unreadable";
-
 /** The files set aside as unreadable. */
 export async function setAsideFiles(pendingDir: string): Promise<string[]> {
   const dirs = (await Promise.all([QUEUE_SUBDIR, REJECTED_SUBDIR].map((s) => sessionDirs(pendingDir, s))))
@@ -222,7 +209,6 @@ export function setAsideWords(files: readonly string[]): { summary: string; fix:
 /** Largest batch: the server's count limit, and a body size proxies accept. */
 export const BATCH_LIMIT = 100;
 export const BATCH_MAX_BYTES = 512 * 1024;
-
 /** The end of the next batch from `from` (at least one message). */
 export function nextBatchEnd(payloads: readonly MessagePayload[], from: number): number {
   let [bytes, end] = [0, from];
@@ -237,7 +223,6 @@ export function nextBatchEnd(payloads: readonly MessagePayload[], from: number):
 /** The rejected place's bounds; past them the oldest writes go. */
 export const REJECTED_MAX_ENTRIES = 1000;
 export const REJECTED_MAX_BYTES = 16 * 1024 * 1024;
-
 /** Writes an entry per write (`extra` added) after seq `last` in `dir`; returns those stored (to the first failure). */
 async function appendEntries(dir: string, last: number, writes: Write[], extra = {}) {
   const stored: QueueEntry[] = [];
@@ -262,7 +247,6 @@ async function appendEntries(dir: string, last: number, writes: Write[], extra =
 
 /** The dedupe keys an entry holds: its messages' keys, or `commit:<key>`. */
 const keysOf = (e: Write) => e.kind === "commit" ? [`commit:${e.key}`] : e.messages.map((m) => m.key);
-
 /** The dedupe keys of a session's queue files. */
 async function queuedKeys(dir: string, files: QueueFile[]): Promise<string[]> {
   const keys: string[] = [];
@@ -282,7 +266,6 @@ export class SessionQueue {
     private seq: number,
     private readonly keys: Set<string>,
   ) {}
-
   /** Opens the queue of `sessionId` under `pendingDir`; its new entries are for `to`. */
   static async open(pendingDir: string, sessionId: string, to: Destination | undefined) {
     const dir = await sessionQueueDir(pendingDir, sessionId);
@@ -296,12 +279,10 @@ export class SessionQueue {
       new Set(await queuedKeys(dir, files)),
     );
   }
-
   /** Whether writes of the session wait in the queue. */
   get waiting(): boolean {
     return this.seq > 0;
   }
-
   /** Appends an entry per write (made at `createdAt`); returns how many were stored. */
   private async append(createdAt: number, writes: Write[]): Promise<number> {
     const head = { sessionId: this.sessionId, createdAt, to: this.to };
@@ -314,7 +295,6 @@ export class SessionQueue {
     }
     return stored.length;
   }
-
   /** Queues new messages in batches (the first `unsure`, if given); returns the durably queued prefix. */
   async messages(payloads: readonly MessagePayload[], options: { now?: number; unsure?: number } = {}) {
     try {
@@ -339,7 +319,6 @@ export class SessionQueue {
       return 0;
     }
   }
-
   /** Queues the commit named `key` behind what is queued; false when it could not be stored. */
   async commit(key: string, now = Date.now()): Promise<boolean> {
     return this.keys.has(`commit:${key}`) ||
@@ -371,7 +350,6 @@ const knownPlaces = new Map<
   string,
   { files: { path: string; bytes: number; at: number }[]; bytes: number }
 >();
-
 /** Adds `added` to the rejected place and drops its oldest unclaimed writes past the bounds (never `added`). */
 async function trimRejected(pendingDir: string, added: string): Promise<void> {
   const sized = async (path: string, at?: number) => {
@@ -440,7 +418,6 @@ export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): P
 }
 
 const sessionPath = (sid: string): string => `/api/v1/sessions/${encodeURIComponent(sid)}`;
-
 /**
  * When a write that failed this way may still have been stored (it went out, and no reply or a 5xx came):
  * from when the session's answer about it counts (after a timeout: once the server had as long again).
@@ -530,7 +507,6 @@ const queueOf = async (
   sid: string,
   client: OpenVikingClient,
 ) => o.queue ?? await SessionQueue.open(o.pendingDir, sid, await destinationFor(client.options));
-
 /**
  * Sends messages to session `sid` in order; what cannot be sent is queued behind the settled prefix.
  * `beforeRequest` records the intent first (`askFrom` when queued unsure), `onAcked` the progress; if either
@@ -619,10 +595,8 @@ export async function commitSession(
 
 /** A message the server holds, as far as matching goes. */
 type HeldMessage = { role: string; turnId?: string; text: string };
-
 /** Messages in a reply (`…/context`, an archive): text in `parts` (older: `content`). */
 const MessagesReply = z.looseObject({ messages: z.catch(z.array(z.unknown()), []) });
-
 const heldIn = (result: z.output<typeof MessagesReply>): HeldMessage[] =>
   result.messages.filter(isRecord).map((m) => ({
     role: String(m.role ?? ""),
@@ -633,18 +607,15 @@ const heldIn = (result: z.output<typeof MessagesReply>): HeldMessage[] =>
       ? m.content
       : "",
   }));
-
 /** Whether `held` has this message. Pure. */
 export const isHeld = (held: readonly HeldMessage[], payload: MessagePayload): boolean =>
   held.some((m) =>
     m.role === payload.role && m.text === payload.content &&
     (m.turnId === undefined || m.turnId === payload.turn_id)
   );
-
 /** Whether a GET's failure is OpenViking's own 404 for no such thing (`absent`: the kinds that say it). */
 const isAbsent = (res: OvFailure, absent: readonly OvFailure["kind"][] = ["rejected"]) =>
   res.status === 404 && absent.includes(res.kind);
-
 /**
  * What the session holds: the messages its newest commit archived (the newest readable archive that has any),
  * then those since; the failure when the server cannot say (a page that is not OpenViking's, or a missing
@@ -683,7 +654,6 @@ export async function heldMessages(
 export type ReplayOptions =
   & { budget: Budget; ttlDays: number }
   & Partial<{ limit: number; sessionId: string; waitUnsure: boolean; now: number; rejected: boolean }>;
-
 /**
  * What a replay did: entries `replayed`, `expired` or `deferred`; messages sent, `held` already, `rejected`;
  * `waitUntil`: an unsure write waits until then; `elsewhere`: what is left for another destination.
@@ -709,7 +679,6 @@ type ReplayRun = {
 
 /** Failures every session would meet the same way. */
 const STOPS_ALL = new Set(["unreachable", "auth", "redirect", "not-openviking", "missing-route"]);
-
 /** Writes what is left of a claimed entry into its claim, durably. */
 async function keep<E extends QueueEntry>(claimPath: string, entry: E): Promise<E> {
   await writeFileAtomic(claimPath, `${JSON.stringify(entry)}\n`, { privateDir: false, durable: true });
