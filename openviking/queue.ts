@@ -1,7 +1,4 @@
-/**
- * Writes to OpenViking sessions and the queue behind them: `<pending>/kimicode/<session>/<seq>-m<count>.json |
- * <seq>-c.json` (a write a file), refused writes in `kimicode-rejected/`; replayed in order under a kernel lock.
- */
+/** Session writes, the queue behind them (`<pending>/kimicode/<session>/<seq>-<tag>.json`), refusals, replay. */
 
 import * as z from "zod/mini";
 import {
@@ -31,10 +28,7 @@ const MessageSchema = z.object({
   turn_id: z.optional(z.string()),
 });
 export type MessagePayload = z.infer<typeof MessageSchema>;
-/**
- * Where a write goes: base URL, identity; `key`, a digest of the API key it was queued under ("": none), and
- * `owner`, the `account/user` that key names. A write without `key` was queued before keys were kept.
- */
+/** Where a write goes: URL, identity, `key` (a digest of its API key, "": none), `owner` (the user that key names). */
 export const DestinationSchema = z.object({
   url: z.string(),
   account: z.string(),
@@ -50,10 +44,7 @@ export function destinationOf(o: { baseUrl: string; account?: string; user?: str
   return { url: (url?.href ?? o.baseUrl).replace(/\/+$/, ""), account: o.account ?? "", user: o.user ?? "" };
 }
 
-/**
- * The destination of `o`'s writes with its key's digest and owner: a user key's first two base64url segments of
- * three, as the server reads them (0.5 `api_keys/new.py parse_api_key`).
- */
+/** The destination of `o`'s writes, its key's digest and owner (a user key's first two base64url segments). */
 export async function destinationFor(
   o: { baseUrl: string; account?: string; user?: string; apiKey?: string },
 ): Promise<Destination> {
@@ -63,10 +54,7 @@ export async function destinationFor(
   return { ...destinationOf(o), key, ...account && user ? { owner: `${account}/${user}` } : {} };
 }
 
-/**
- * Whether an entry queued for `to` may go to `here`: the same server and identity, and the key it was queued
- * under, one naming the same owner, or any key when it was queued with none.
- */
+/** Whether an entry for `to` may go `here`: same server and identity; its key, its owner's, or any if none. */
 export const goesTo = (to: Destination | undefined, here: Destination): boolean =>
   !to ||
   (to.url === here.url && to.account === here.account && to.user === here.user &&
@@ -418,20 +406,14 @@ export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): P
 }
 
 const sessionPath = (sid: string): string => `/api/v1/sessions/${encodeURIComponent(sid)}`;
-/**
- * When a write that failed this way may still have been stored (it went out, and no reply or a 5xx came):
- * from when the session's answer about it counts (after a timeout: once the server had as long again).
- */
+/** From when the session's answer counts about a write that failed this way but may be stored; undefined: it is not. */
 export function unsureFrom(f: OvFailure, timeoutMs: number, now = Date.now()): number | undefined {
   const arrived = f.status ? f.status >= 500 : f.error.code !== "CONNECT" && f.error.code !== "BUDGET_SPENT";
   if (!arrived) return undefined;
   return f.error.code === "TIMEOUT" || f.status === 504 ? now + timeoutMs : now;
 }
 
-/**
- * What delivering a write did: `settled`, the prefix of its messages sent or refused (a commit: 1); `sent`
- * messages; `rejections` (their indexes); `taskId`: a commit's task; `stop`: the failure that stopped it there.
- */
+/** What delivering a write did: `settled` prefix (sent or refused; a commit: 1), `sent`, `rejections`, `stop`. */
 interface Delivery {
   settled: number;
   sent: number;
@@ -442,10 +424,8 @@ interface Delivery {
 }
 
 /**
- * Delivers write `w` in order until a failure other than a refusal: a commit, or its messages in batches — one
- * by one for a batch refused or too large, and from then on when the batch route is missing. A refusal is kept
- * in the rejected place before it counts as settled (throws when it cannot); `onSettled` hears every settled
- * prefix before the next request, `beforeRequest` every request.
+ * Delivers `w` in order (batches; one by one after a refused or too large batch, or without a batch route) until a
+ * failure other than a refusal, which is kept first (throws when it cannot); `onSettled` hears each settled prefix.
  */
 async function deliver(
   client: OpenVikingClient,
@@ -508,9 +488,8 @@ const queueOf = async (
   client: OpenVikingClient,
 ) => o.queue ?? await SessionQueue.open(o.pendingDir, sid, await destinationFor(client.options));
 /**
- * Sends messages to session `sid` in order; what cannot be sent is queued behind the settled prefix.
- * `beforeRequest` records the intent first (`askFrom` when queued unsure), `onAcked` the progress; if either
- * throws, sending stops.
+ * Sends messages to session `sid` in order, queueing what cannot go behind the settled prefix; `beforeRequest`
+ * records the intent (`askFrom` when queued unsure), `onAcked` progress; if either throws, sending stops.
  */
 export async function sendMessages(
   client: OpenVikingClient,
@@ -616,11 +595,7 @@ export const isHeld = (held: readonly HeldMessage[], payload: MessagePayload): b
 /** Whether a GET's failure is OpenViking's own 404 for no such thing (`absent`: the kinds that say it). */
 const isAbsent = (res: OvFailure, absent: readonly OvFailure["kind"][] = ["rejected"]) =>
   res.status === 404 && absent.includes(res.kind);
-/**
- * What the session holds: the messages its newest commit archived (the newest readable archive that has any),
- * then those since; the failure when the server cannot say (a page that is not OpenViking's, or a missing
- * route, cannot say there is nothing).
- */
+/** What the session holds: its newest archive with messages, then those since; the failure when it cannot say. */
 export async function heldMessages(
   client: OpenVikingClient,
   sid: string,
@@ -646,18 +621,11 @@ export async function heldMessages(
   return heldIn(live.result);
 }
 
-/**
- * Limits of one replay: its budget, its most queue entries (50 unless given), its one session, the age past
- * which an entry is set aside; `waitUnsure`: wait in the budget for an unsure entry; `rejected`: replay the
- * rejected place (no age limit).
- */
+/** One replay's limits: budget, entries (50), one session, age; `waitUnsure` in the budget; `rejected`: that place. */
 export type ReplayOptions =
   & { budget: Budget; ttlDays: number }
   & Partial<{ limit: number; sessionId: string; waitUnsure: boolean; now: number; rejected: boolean }>;
-/**
- * What a replay did: entries `replayed`, `expired` or `deferred`; messages sent, `held` already, `rejected`;
- * `waitUntil`: an unsure write waits until then; `elsewhere`: what is left for another destination.
- */
+/** What a replay did: entries and messages by fate; `waitUntil` an unsure write; `elsewhere` left for another place. */
 export interface ReplayReport
   extends Record<"replayed" | "messages" | "held" | "rejected" | "expired" | "deferred", number> {
   commitTasks: { sessionId: string; taskId: string }[];
@@ -718,11 +686,7 @@ async function replayEntry(run: ReplayRun, claimPath: string, entry: QueueEntry)
   return d.stop;
 }
 
-/**
- * Replays one queue file under the session's lock: "stop" when the session's later writes must wait, the
- * entry's destination when it is for another (put back untouched). A claim found is a dead replay's: taken
- * over, unsure.
- */
+/** Replays one queue file: "stop" (later writes wait) or the other destination it is for; a found claim is unsure. */
 async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"next" | "stop" | Destination> {
   const { options, report, now } = run;
   if (run.sent >= (options.limit ?? 50) || options.budget.remaining() < 100) {
@@ -774,10 +738,7 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
   return "stop";
 }
 
-/**
- * Replays one session's queue under its lock (`replay.lock`; a held lock defers it); an emptied directory
- * goes. An entry for another destination holds back the session's later ones.
- */
+/** Replays one session's queue under `replay.lock` (held: deferred); an emptied directory goes. */
 async function replaySession(run: ReplayRun, dir: string): Promise<void> {
   const done = await withLock(joinPath(dir, "replay.lock"), async () => {
     await removeAbandonedTemps(dir);
