@@ -4,7 +4,7 @@ import * as z from "zod/mini";
 import { concatBytes } from "../lib/bytes.ts";
 import { parseJsonOrUndefined } from "../lib/fs.ts";
 import { neutralize } from "../lib/neutralize.ts";
-import { isRecord, type JsonRecord } from "../lib/parsed.ts";
+import { asRecord, isRecord, type JsonRecord } from "../lib/parsed.ts";
 import { scrubText, withoutUserinfo } from "../lib/redact.ts";
 import type { Config } from "./config.ts";
 
@@ -22,17 +22,8 @@ export class Budget {
 
 /** Why a call failed; only `rejected` (a final code in OpenViking's envelope) is for good; `model`: the server's. */
 export type FailureKind = (typeof FAILURE_KINDS)[number];
-export const FAILURE_KINDS = [
-  "rejected",
-  "auth",
-  "model",
-  "server",
-  "unreachable",
-  "redirect",
-  "not-openviking",
-  "missing-route",
-  "too-large",
-] as const;
+// deno-fmt-ignore
+export const FAILURE_KINDS = ["rejected", "auth", "model", "server", "unreachable", "redirect", "not-openviking", "missing-route", "too-large"] as const;
 /** An error as the server (or the transport) reported it. */
 type OvError = { code?: string; message: string; details?: unknown };
 type OvSuccess<T> = { ok: true; status: number; result: T };
@@ -55,19 +46,16 @@ export function cleanFailure(f: OvFailure, secrets: readonly string[]): OvFailur
 }
 
 /** The codes of a 4xx that refuse a request for good. */
-const FINAL_CODES = new Set(
-  "INVALID_ARGUMENT INVALID_URI UNSUPPORTED_URI UNSUPPORTED_MODE SKILL_INVALID INVALID_FILTER NOT_FOUND"
-    .split(" "),
-);
+// deno-fmt-ignore
+const FINAL_CODES = new Set(["INVALID_ARGUMENT", "INVALID_URI", "UNSUPPORTED_URI", "UNSUPPORTED_MODE", "SKILL_INVALID", "INVALID_FILTER", "NOT_FOUND"]);
 const AUTH_CODES = new Set(["UNAUTHENTICATED", "PERMISSION_DENIED"]);
 /** A raw HTTP answer, its body already bounded. */
-export type RawReply = {
-  status: number;
-  location?: string | null;
-  contentType?: string | null;
-  text: string;
-  origin: string;
-};
+export type RawReply =
+  & { status: number; location?: string | null; contentType?: string | null }
+  & Record<
+    "text" | "origin",
+    string
+  >;
 
 /** OpenViking's envelope: a JSON object whose `status` is "ok" or "error". */
 function envelopeOf(text: string): JsonRecord | undefined {
@@ -90,8 +78,8 @@ export function serverMessageOf(text: string): string {
   return trimmed ? wordsOf(parseJsonOrUndefined(trimmed)) ?? trimmed.slice(0, MESSAGE_CHARS) : "";
 }
 
-function errorOf(body: JsonRecord, status: number): OvError {
-  const e = isRecord(body.error) ? body.error : {};
+/** The error an envelope holds. */
+function errorOf(body: JsonRecord, status: number, e = asRecord(body.error)): OvError {
   return {
     code: typeof e.code === "string" ? e.code : undefined,
     message: wordsOf(body) ?? `HTTP ${status}`,
@@ -232,7 +220,7 @@ export interface OpenVikingClient {
     method: string,
     path: string,
     schema: S,
-    options?: RequestOptions,
+    o?: RequestOptions,
   ): Promise<OvResponse<z.output<S>>>;
 }
 
