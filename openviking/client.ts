@@ -24,7 +24,6 @@ export class Budget {
 export type FailureKind = (typeof FAILURE_KINDS)[number];
 // deno-fmt-ignore
 export const FAILURE_KINDS = ["rejected", "auth", "model", "server", "unreachable", "redirect", "not-openviking", "missing-route", "too-large"] as const;
-/** An error as the server (or the transport) reported it. */
 type OvError = { code?: string; message: string; details?: unknown };
 type OvSuccess<T> = { ok: true; status: number; result: T };
 /** A failed call; `status` 0: no HTTP answer; `location`: a redirect's target. */
@@ -64,7 +63,6 @@ function envelopeOf(text: string): JsonRecord | undefined {
 }
 
 const MESSAGE_CHARS = 300;
-/** The server's words in a parsed error body. */
 function wordsOf(body: unknown): string | undefined {
   if (!isRecord(body)) return undefined;
   const e = body.error;
@@ -78,7 +76,6 @@ export function serverMessageOf(text: string): string {
   return trimmed ? wordsOf(parseJsonOrUndefined(trimmed)) ?? trimmed.slice(0, MESSAGE_CHARS) : "";
 }
 
-/** The error an envelope holds. */
 function errorOf(body: JsonRecord, status: number, e = asRecord(body.error)): OvError {
   return {
     code: typeof e.code === "string" ? e.code : undefined,

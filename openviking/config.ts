@@ -180,13 +180,11 @@ function resolveCredentials(sources: ConfigSources, warnings: string[]) {
   };
 }
 
-/** A knob's parser: the value, or it throws why the value is unusable. */
 type Parser<T> = (value: unknown) => T;
 const refuse = (reason: string): never => {
   throw new Error(reason);
 };
 const BOOL_WORDS = new Map(["1", "true", "yes", "on", "0", "false", "no", "off"].map((w, i) => [w, i < 4]));
-/** A boolean, or 1/0, true/false, yes/no, on/off. */
 const boolKnob: Parser<boolean> = (raw) => {
   const v = typeof raw === "string" ? BOOL_WORDS.get(raw.trim().toLowerCase()) : raw;
   return typeof v === "boolean" ? v : refuse("expected boolean");
@@ -203,7 +201,6 @@ function numKnob(min: number, max: number, int = true): Parser<number> {
   };
 }
 
-/** One of `values`, case-insensitive. */
 function enumKnob<const T extends readonly [string, ...string[]]>(values: T): Parser<T[number]> {
   const words = `must be ${values.map((v) => JSON.stringify(v)).join(" or ")}`;
   return (raw) => {
@@ -212,7 +209,6 @@ function enumKnob<const T extends readonly [string, ...string[]]>(values: T): Pa
   };
 }
 
-/** A comma-separated string or an array of strings. */
 const listKnob: Parser<string[]> = (raw) => {
   if (typeof raw === "string") return raw.split(",").map((s) => s.trim()).filter(Boolean);
   if (!Array.isArray(raw)) return refuse("expected array");
@@ -239,7 +235,6 @@ const NARROWER: WorkspaceRule = {
   allows: (asked, user) => SCOPES.indexOf(asked as "all") >= SCOPES.indexOf(user as "all"),
 };
 
-/** A knob: its variable, parser, default and workspace rule. */
 function knob<T>(env: string, parse: Parser<T>, fallback: NoInfer<T>, workspace: WorkspaceRule) {
   return { env, parse, default: fallback, workspace };
 }
@@ -371,7 +366,6 @@ function debugLogPath(knob: string, env: Env, warnings: string[]): string {
 /** Everything a command needs. */
 export type Config = Credentials & Settings & { userAgent: string };
 type Resolved = { config: Config; warnings: string[] };
-/** Connection fields a workspace file may never set. */
 const WORKSPACE_FORBIDDEN = ["url", "api_key", "apiKey", "baseUrl", "mcpUrl", "account", "user", "peerId"];
 /** Pure resolution of the full config from its sources. */
 export function resolveConfig(sources: ConfigSources): Resolved {

@@ -63,7 +63,6 @@ export const goesTo = (to: Destination | undefined, here: Destination): boolean 
 export const countWords = (c: { messages: number; commits: number; sessions?: number }): string =>
   `${c.messages} message(s), ${c.commits} commit(s)` +
   (c.sessions === undefined ? "" : ` of ${c.sessions} session(s)`);
-/** What queue files hold, from their names. */
 const countOf = (files: readonly { tag: string }[]) => ({
   messages: files.reduce((n, f) => n + (f.tag === "c" ? 0 : Number(f.tag.slice(1))), 0),
   commits: files.filter((f) => f.tag === "c").length,
@@ -138,7 +137,6 @@ function entryName(seq: number, holds: QueueEntry | string, pid?: number): strin
   return `${String(seq).padStart(10, "0")}-${tag}${pid === undefined ? ".json" : `.${pid}.claim`}`;
 }
 
-/** The entries and claims of a queue directory, in sequence order. */
 async function queueFiles(dir: string): Promise<QueueFile[]> {
   return (await listDir(dir)).flatMap((e) => {
     const m = e.isDirectory ? null : /^(\d{10})-(m\d+|c)(?:\.json|\.(\d+)\.claim)$/.exec(e.name);
@@ -152,7 +150,6 @@ async function queueFiles(dir: string): Promise<QueueFile[]> {
 const readQueueJson = async (path: string): Promise<unknown> =>
   parseJsonOrUndefined(await readTextIfExists(path, 128 << 20).catch(() => undefined));
 const readEntry = async (path: string) => QueueEntrySchema.safeParse(await readQueueJson(path)).data;
-/** The session directories in `subdir`. */
 async function sessionDirs(pendingDir: string, subdir: string): Promise<string[]> {
   const root = joinPath(pendingDir, subdir);
   return (await listDir(root)).filter((e) => e.isDirectory).map((e) => joinPath(root, e.name));
@@ -235,7 +232,6 @@ async function appendEntries(dir: string, last: number, writes: Write[], extra =
 
 /** The dedupe keys an entry holds: its messages' keys, or `commit:<key>`. */
 const keysOf = (e: Write) => e.kind === "commit" ? [`commit:${e.key}`] : e.messages.map((m) => m.key);
-/** The dedupe keys of a session's queue files. */
 async function queuedKeys(dir: string, files: QueueFile[]): Promise<string[]> {
   const keys: string[] = [];
   for (const f of files) {
@@ -481,7 +477,6 @@ export interface SendReport extends Omit<Delivery, "settled" | "stop" | "taskId"
   stoppedBy?: { code: string; message: string };
 }
 
-/** The queue of `sid` given, else opened for `client`'s destination. */
 const queueOf = async (
   o: { queue?: SessionQueue; pendingDir: string },
   sid: string,
@@ -572,7 +567,6 @@ export async function commitSession(
     : { kind: "failed", message: `the pending queue ${options.pendingDir} could not store the commit` };
 }
 
-/** A message the server holds, as far as matching goes. */
 type HeldMessage = { role: string; turnId?: string; text: string };
 /** Messages in a reply (`…/context`, an archive): text in `parts` (older: `content`). */
 const MessagesReply = z.looseObject({ messages: z.catch(z.array(z.unknown()), []) });
@@ -647,7 +641,6 @@ type ReplayRun = {
 
 /** Failures every session would meet the same way. */
 const STOPS_ALL = new Set(["unreachable", "auth", "redirect", "not-openviking", "missing-route"]);
-/** Writes what is left of a claimed entry into its claim, durably. */
 async function keep<E extends QueueEntry>(claimPath: string, entry: E): Promise<E> {
   await writeFileAtomic(claimPath, `${JSON.stringify(entry)}\n`, { privateDir: false, durable: true });
   return entry;
