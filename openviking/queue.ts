@@ -79,11 +79,9 @@ export function elsewhereWords(held: readonly (Destination & ReturnType<typeof c
   }
   if (!byPlace.size) return undefined;
   const commands = [...byPlace.keys()].map((where) => `\`${where} ${commandName()} replay\``).join(", ");
+  const summary = [...byPlace].map(([w, n]) => `${countWords(n)} are for another server or identity (${w})`);
   return {
-    summary: [...byPlace].map(([where, n]) =>
-      `${countWords(n)} are for another server or identity (${where})`
-    )
-      .join("; "),
+    summary: summary.join("; "),
     fix: `they are sent only there: run ${commands} (with that server's key in OPENVIKING_API_KEY if it ` +
       "needs one); they stay queued until then",
   };
@@ -255,13 +253,8 @@ export class SessionQueue {
     const dir = await sessionQueueDir(pendingDir, sessionId);
     await removeAbandonedTemps(dir);
     const files = await queueFiles(dir);
-    return new SessionQueue(
-      dir,
-      sessionId,
-      to,
-      files.at(-1)?.seq ?? 0,
-      new Set(await queuedKeys(dir, files)),
-    );
+    const keys = new Set(await queuedKeys(dir, files));
+    return new SessionQueue(dir, sessionId, to, files.at(-1)?.seq ?? 0, keys);
   }
   /** Whether writes of the session wait in the queue. */
   get waiting(): boolean {
@@ -270,9 +263,8 @@ export class SessionQueue {
   /** Appends an entry per write (made at `createdAt`); returns how many were stored. */
   private async append(createdAt: number, writes: Write[]): Promise<number> {
     const head = { sessionId: this.sessionId, createdAt, to: this.to };
-    const stored = await appendEntries(this.dir, this.seq, writes.map((w) => ({ ...w, ...head }))).catch(
-      () => [],
-    );
+    const all = writes.map((w) => ({ ...w, ...head }));
+    const stored = await appendEntries(this.dir, this.seq, all).catch(() => []);
     for (const e of stored) {
       this.seq = e.seq;
       for (const k of keysOf(e)) this.keys.add(k);
@@ -289,15 +281,13 @@ export class SessionQueue {
       for (let i = 0; i < fresh.length; i += batches.at(-1)!.length) {
         batches.push(fresh.slice(i, nextBatchEnd(fresh.map((m) => m.payload), i)));
       }
-      const stored = await this.append(
-        options.now ?? Date.now(),
-        batches.map((b, i): Write => ({
-          sessionId: this.sessionId,
-          kind: "messages",
-          messages: b.map(({ key, payload }) => ({ key, payload })),
-          unsure: i === 0 ? options.unsure : undefined,
-        })),
-      );
+      const writes = batches.map((b, i): Write => ({
+        sessionId: this.sessionId,
+        kind: "messages",
+        messages: b.map(({ key, payload }) => ({ key, payload })),
+        unsure: i === 0 ? options.unsure : undefined,
+      }));
+      const stored = await this.append(options.now ?? Date.now(), writes);
       return stored === batches.length ? payloads.length : batches[stored][0].index;
     } catch {
       return 0;
@@ -477,11 +467,8 @@ export interface SendReport extends Omit<Delivery, "settled" | "stop" | "taskId"
   stoppedBy?: { code: string; message: string };
 }
 
-const queueOf = async (
-  o: { queue?: SessionQueue; pendingDir: string },
-  sid: string,
-  client: OpenVikingClient,
-) => o.queue ?? await SessionQueue.open(o.pendingDir, sid, await destinationFor(client.options));
+const queueOf = async (o: { queue?: SessionQueue; pendingDir: string }, sid: string, c: OpenVikingClient) =>
+  o.queue ?? await SessionQueue.open(o.pendingDir, sid, await destinationFor(c.options));
 /**
  * Sends messages to session `sid` in order, queueing what cannot go behind the settled prefix; `beforeRequest`
  * records the intent (`askFrom` when queued unsure), `onAcked` progress; if either throws, sending stops.
@@ -501,15 +488,9 @@ export async function sendMessages(
 ): Promise<SendReport> {
   const report: SendReport = { acked: 0, sent: 0, queued: 0, rejections: [] };
   try {
-    const messages = await Promise.all(
-      payloads.map(async (p) => ({ key: await messageKey(sid, p), payload: p })),
-    );
-    const write: Write = {
-      sessionId: sid,
-      to: await destinationFor(client.options),
-      kind: "messages",
-      messages,
-    };
+    const keyed = async (payload: MessagePayload) => ({ key: await messageKey(sid, payload), payload });
+    const [messages, to] = [await Promise.all(payloads.map(keyed)), await destinationFor(client.options)];
+    const write: Write = { sessionId: sid, to, kind: "messages", messages };
     const { settled: from, stop: cause, taskId: _, ...d } = options.queueOnly
       ? { settled: 0, sent: 0, rejections: [] } as Delivery
       : await deliver(client, options.pendingDir, write, options.budget, {
@@ -558,9 +539,8 @@ export async function commitSession(
     ? undefined
     : await deliver(client, options.pendingDir, w, options.budget, {}).catch((e: Error) => e);
   if (d instanceof Error) return { kind: "failed", message: d.message };
-  if (d?.rejections[0]) {
-    return { kind: "rejected", status: d.rejections[0].status, message: d.rejections[0].message };
-  }
+  const refused = d?.rejections[0];
+  if (refused) return { kind: "rejected", status: refused.status, message: refused.message };
   if (d && !d.stop) return { kind: "committed", taskId: d.taskId };
   return await (await queueOf(options, sid, client)).commit(options.key)
     ? { kind: "queued", cause: d?.stop }
