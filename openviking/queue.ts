@@ -319,11 +319,9 @@ export async function keepRejected(pendingDir: string, w: Write, why: Refusal): 
   await trimRejected(pendingDir, joinPath(dir, entryName(kept.seq, kept)));
 }
 
-/** The rejected place per pending directory, listed once, then updated by this process's own writes. */
-const knownPlaces = new Map<
-  string,
-  { files: { path: string; bytes: number; at: number }[]; bytes: number }
->();
+/** The rejected place's files per pending directory, listed once, then updated by this process's own writes. */
+const knownPlaces = new Map<string, { path: string; bytes: number; at: number }[]>();
+
 /** Adds `added` to the rejected place and drops its oldest unclaimed writes past the bounds (never `added`). */
 async function trimRejected(pendingDir: string, added: string): Promise<void> {
   const sized = async (path: string, at?: number) => {
@@ -331,26 +329,21 @@ async function trimRejected(pendingDir: string, added: string): Promise<void> {
     return info ? [{ path, bytes: info.size, at: at ?? info.mtime?.getTime() ?? 0 }] : [];
   };
   let place = knownPlaces.get(pendingDir);
-  if (place) place.files.push(...await sized(added, Date.now()));
+  if (place) place.push(...await sized(added, Date.now()));
   else {
-    const dirs = await sessionDirs(pendingDir, REJECTED_SUBDIR);
-    const all = await Promise.all(
-      dirs.map(async (dir) =>
-        (await queueFiles(dir)).filter((f) => f.claimedBy === undefined)
-          .map((f) => joinPath(dir, f.name))
-      ),
-    );
-    const files = (await Promise.all(all.flat().map((path) => sized(path)))).flat()
-      .sort((a, b) => a.at - b.at || (a.path < b.path ? -1 : 1));
-    knownPlaces.set(pendingDir, place = { files, bytes: 0 });
+    place = [];
+    for (const dir of await sessionDirs(pendingDir, REJECTED_SUBDIR)) {
+      for (const f of await queueFiles(dir)) {
+        if (f.claimedBy === undefined) place.push(...await sized(joinPath(dir, f.name)));
+      }
+    }
+    knownPlaces.set(pendingDir, place.sort((a, b) => a.at - b.at || (a.path < b.path ? -1 : 1)));
   }
-  place.bytes = place.files.reduce((n, f) => n + f.bytes, 0);
-  while (
-    place.files.length > 1 && (place.files.length > REJECTED_MAX_ENTRIES || place.bytes > REJECTED_MAX_BYTES)
-  ) {
-    const oldest = place.files.shift()!;
+  let bytes = place.reduce((n, f) => n + f.bytes, 0);
+  while (place.length > 1 && (place.length > REJECTED_MAX_ENTRIES || bytes > REJECTED_MAX_BYTES)) {
+    const oldest = place.shift()!;
     await Deno.remove(oldest.path).catch(() => {});
-    place.bytes -= oldest.bytes;
+    bytes -= oldest.bytes;
   }
 }
 
