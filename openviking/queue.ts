@@ -568,12 +568,9 @@ export async function heldMessages(
   sid: string,
   budget: Budget,
 ): Promise<HeldMessage[] | OvFailure> {
+  const options = { budget, peerId: null, maxReplyBytes: 16 << 20 };
   const get = <S extends z.ZodMiniType>(path: string, schema: S) =>
-    client.request("GET", `${sessionPath(sid)}${path}`, schema, {
-      budget,
-      peerId: null,
-      maxReplyBytes: 16 << 20,
-    });
+    client.request("GET", `${sessionPath(sid)}${path}`, schema, options);
   const live = await get("/context", MessagesReply);
   if (!live.ok) return isAbsent(live) ? [] : live;
   const meta = await get("", z.looseObject({ commit_count: z.catch(z.int(), 0) }));
@@ -606,10 +603,11 @@ type ReplayRun = {
   client: OpenVikingClient;
   pendingDir: string;
   options: ReplayOptions;
+  report: ReplayReport;
+} & {
   now: number;
   sent: number;
   stopAll: boolean;
-  report: ReplayReport;
 };
 
 /** Failures every session would meet the same way. */
