@@ -245,48 +245,6 @@ function noAnswer(timedOut: boolean, timeout: number, late: string, why: string,
   });
 }
 
-/** One request's reply, classified and checked against `schema`, or the failure that stopped it. */
-async function exchange<S extends z.ZodMiniType>(
-  doFetch: typeof fetch,
-  url: URL,
-  init: { method: string; headers: Headers; body?: BodyInit },
-  limits: { timeout: number; maxBytes: number; schema: S; what: string; binary?: boolean },
-): Promise<OvResponse<z.output<S>>> {
-  const { timeout, maxBytes } = limits;
-  const origin = withoutUserinfo(url.origin);
-  const signal = AbortSignal.timeout(Math.max(1, timeout));
-  let response: Response;
-  try {
-    response = await doFetch(url, { ...init, signal, redirect: "manual" });
-  } catch (error) {
-    const why = `cannot reach ${origin}: ${withoutUserinfo((error as Error).message)}`;
-    const connect = /\(Connect\)/.test(String((error as Error).cause ?? ""));
-    return noAnswer(signal.aborted, timeout, `no answer from ${origin}`, why, connect);
-  }
-  const body = await readBody(response, { maxBytes, signal });
-  if (body.stop?.kind === "too-large") {
-    const message = `the reply from ${origin} is larger than ${maxBytes} bytes; it was not read`;
-    return failure("too-large", response.status, { code: "TOO_LARGE", message });
-  }
-  if (body.stop) {
-    const cause = body.stop.kind === "cut"
-      ? String((body.stop.cause as Error)?.message ?? body.stop.cause)
-      : "";
-    const why = `the reply from ${origin} was cut: ${withoutUserinfo(cause)}`;
-    return noAnswer(signal.aborted, timeout, `the reply from ${origin} did not finish`, why);
-  }
-  const [status, contentType] = [response.status, response.headers.get("content-type")];
-  const bytes = limits.binary && response.ok && !/json/.test(contentType ?? "");
-  const reply = bytes ? { ok: true as const, status, result: body.bytes } : classifyReply({
-    status,
-    location: response.headers.get("location"),
-    contentType,
-    text: new TextDecoder().decode(body.bytes),
-    origin,
-  });
-  return reply.ok ? checkResult(reply, limits.schema, `${origin} ${limits.what}`) : reply;
-}
-
 /** A client of the server `config` names, as its identity, with `peerId` as the actor peer, and overrides. */
 export function createClient(
   config: Omit<ClientOptions, "peerId">,
@@ -295,32 +253,63 @@ export function createClient(
 ): OpenVikingClient {
   const { baseUrl, apiKey, account, user, userAgent, timeoutMs, fetch: f } = config;
   const options = { baseUrl, apiKey, account, user, peerId, userAgent, timeoutMs, fetch: f, ...overrides };
-  const doFetch = options.fetch ?? fetch;
   const base = options.baseUrl.replace(/\/+$/, "");
   const secrets = options.apiKey ? [options.apiKey] : [];
+  /** One request's reply, classified and checked against `schema`, or the failure that stopped it. */
+  async function exchange<S extends z.ZodMiniType>(
+    method: string,
+    path: string,
+    schema: S,
+    req: RequestOptions,
+  ) {
+    const left = req.budget?.remaining() ?? Infinity;
+    if (left < 50) return failure("unreachable", 0, { code: "BUDGET_SPENT", message: "time budget spent" });
+    const url = new URL(base + path);
+    for (const [k, v] of Object.entries(req.query ?? {})) {
+      if (v !== undefined) url.searchParams.set(k, String(v));
+    }
+    const [hasBody, form] = [req.body !== undefined, req.body instanceof FormData];
+    const identity = path === "/health" ? { ...options, apiKey: undefined } : options;
+    const headers = buildHeaders(identity, req.peerId, hasBody && !form);
+    const body = form ? req.body as FormData : hasBody ? JSON.stringify(req.body) : undefined;
+    const [timeout, maxBytes] = [
+      Math.min(req.timeoutMs ?? options.timeoutMs, left),
+      req.maxReplyBytes ?? 1 << 20,
+    ];
+    const origin = withoutUserinfo(url.origin);
+    const signal = AbortSignal.timeout(Math.max(1, timeout));
+    let response: Response;
+    try {
+      response = await (options.fetch ?? fetch)(url, { method, headers, body, signal, redirect: "manual" });
+    } catch (error) {
+      const why = `cannot reach ${origin}: ${withoutUserinfo((error as Error).message)}`;
+      const connect = /\(Connect\)/.test(String((error as Error).cause ?? ""));
+      return noAnswer(signal.aborted, timeout, `no answer from ${origin}`, why, connect);
+    }
+    const read = await readBody(response, { maxBytes, signal });
+    if (read.stop?.kind === "too-large") {
+      const message = `the reply from ${origin} is larger than ${maxBytes} bytes; it was not read`;
+      return failure("too-large", response.status, { code: "TOO_LARGE", message });
+    }
+    if (read.stop) {
+      const cause = read.stop.kind === "cut"
+        ? String((read.stop.cause as Error)?.message ?? read.stop.cause)
+        : "";
+      const why = `the reply from ${origin} was cut: ${withoutUserinfo(cause)}`;
+      return noAnswer(signal.aborted, timeout, `the reply from ${origin} did not finish`, why);
+    }
+    const [status, contentType] = [response.status, response.headers.get("content-type")];
+    const bytes = req.binary && response.ok && !/json/.test(contentType ?? "");
+    const text = bytes ? "" : new TextDecoder().decode(read.bytes);
+    const reply = bytes
+      ? { ok: true as const, status, result: read.bytes }
+      : classifyReply({ status, location: response.headers.get("location"), contentType, text, origin });
+    return reply.ok ? checkResult(reply, schema, `${origin} ${method} ${path}`) : reply;
+  }
   return {
     options,
     async request(method, path, schema, req = {}) {
-      const left = req.budget?.remaining() ?? Infinity;
-      if (left < 50) return failure("unreachable", 0, { code: "BUDGET_SPENT", message: "time budget spent" });
-      const url = new URL(base + path);
-      for (const [k, v] of Object.entries(req.query ?? {})) {
-        if (v !== undefined) url.searchParams.set(k, String(v));
-      }
-      const [hasBody, form] = [req.body !== undefined, req.body instanceof FormData];
-      const identity = path === "/health" ? { ...options, apiKey: undefined } : options;
-      const init = {
-        method,
-        headers: buildHeaders(identity, req.peerId, hasBody && !form),
-        body: form ? req.body as FormData : hasBody ? JSON.stringify(req.body) : undefined,
-      };
-      const r = await exchange(doFetch, url, init, {
-        timeout: Math.min(req.timeoutMs ?? options.timeoutMs, left),
-        maxBytes: req.maxReplyBytes ?? 1 << 20,
-        schema,
-        what: `${method} ${path}`,
-        binary: req.binary,
-      });
+      const r = await exchange(method, path, schema, req);
       return r.ok ? r : cleanFailure(r, secrets);
     },
   };
