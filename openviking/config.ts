@@ -3,17 +3,8 @@
 import { parseJsonOrUndefined, readRegularTextSync, settled, SMALL_FILE_MAX_BYTES } from "../lib/fs.ts";
 import { asRecord, type JsonRecord } from "../lib/parsed.ts";
 import { withoutUserinfo } from "../lib/redact.ts";
-import {
-  absoluteOverride,
-  defaultLogPath,
-  type Env,
-  ignoredOverrides,
-  isAbsolutePath,
-  joinPath,
-  noHomeReason,
-  openVikingHome,
-  orNoHome,
-} from "../lib/paths.ts";
+import * as paths from "../lib/paths.ts";
+import type { Env } from "../lib/paths.ts";
 import { USER_AGENT } from "../lib/version.ts";
 import { commandName } from "../lib/self.ts";
 
@@ -358,9 +349,9 @@ function stricterOnly(shared: JsonRecord, warnings: string[]): JsonRecord {
 
 /** The log path: the knob if absolute, else the default; "" = no home. */
 function debugLogPath(knob: string, env: Env, warnings: string[]): string {
-  const explicit = absoluteOverride(knob, env);
+  const explicit = paths.absoluteOverride(knob, env);
   if (knob && !explicit) warnings.push(`debug log path "${knob}" is not an absolute path; using the default`);
-  return explicit ?? orNoHome(() => defaultLogPath(env)) ?? "";
+  return explicit ?? paths.orNoHome(() => paths.defaultLogPath(env)) ?? "";
 }
 
 /** Everything a command needs. */
@@ -377,10 +368,11 @@ export function resolveConfig(sources: ConfigSources): Resolved {
 
 /** Paths of ovcli.conf and ov.conf: absolute overrides, else under OpenViking's home ("" = no home). */
 export function credentialFilePaths(env: Env): { cli: string; ov: string } {
-  const inHome = (name: string) => orNoHome(() => joinPath(openVikingHome(env), name)) ?? "";
+  const inHome = (name: string) =>
+    paths.orNoHome(() => paths.joinPath(paths.openVikingHome(env), name)) ?? "";
   return {
-    cli: absoluteOverride(env.OPENVIKING_CLI_CONFIG_FILE, env) ?? inHome("ovcli.conf"),
-    ov: absoluteOverride(env.OPENVIKING_CONFIG_FILE, env) ?? inHome("ov.conf"),
+    cli: paths.absoluteOverride(env.OPENVIKING_CLI_CONFIG_FILE, env) ?? inHome("ovcli.conf"),
+    ov: paths.absoluteOverride(env.OPENVIKING_CONFIG_FILE, env) ?? inHome("ov.conf"),
   };
 }
 
@@ -398,10 +390,10 @@ function readJsonFile(path: string, warnings: string[]): unknown {
 
 /** Workspace settings files of an absolute `cwd`, nearest first, without connection fields (each warned of). */
 function readWorkspace(cwd: string | undefined, warnings: string[]): ConfigSources["workspace"] {
-  if (!cwd || !isAbsolutePath(cwd)) return [];
+  if (!cwd || !paths.isAbsolutePath(cwd)) return [];
   const out: { path: string; value: unknown }[] = [];
   for (const name of ["config.local.json", "config.json"]) {
-    const path = joinPath(cwd, ".openviking", name);
+    const path = paths.joinPath(cwd, ".openviking", name);
     const value = readJsonFile(path, warnings);
     if (value === undefined) continue;
     const o = { ...asRecord(value) };
@@ -419,10 +411,12 @@ function readWorkspace(cwd: string | undefined, warnings: string[]): ConfigSourc
 /** Reads the credential and workspace files and resolves the config; without a home, no workspace file. */
 export function loadConfig(env: Env, cwd?: string): Promise<Resolved> {
   return settled(() => {
-    const warnings: string[] = ignoredOverrides(env).map((o) => `${o} is not an absolute path; ignored`);
+    const warnings: string[] = paths.ignoredOverrides(env).map((o) =>
+      `${o} is not an absolute path; ignored`
+    );
     const { cli: cliConfigPath, ov: ovConfigPath } = credentialFilePaths(env);
     const [ovcli, ovconf] = [readJsonFile(cliConfigPath, warnings), readJsonFile(ovConfigPath, warnings)];
-    const workspace = noHomeReason(env) ? [] : readWorkspace(cwd, warnings);
+    const workspace = paths.noHomeReason(env) ? [] : readWorkspace(cwd, warnings);
     const resolved = resolveConfig({ env, ovcli, cliConfigPath, ovconf, ovConfigPath, workspace });
     return { config: resolved.config, warnings: [...warnings, ...resolved.warnings] };
   });

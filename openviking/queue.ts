@@ -1,16 +1,7 @@
 /** Session writes, the queue behind them (`<pending>/kimicode/<session>/<seq>-<tag>.json`), refusals, replay. */
 
 import * as z from "zod/mini";
-import {
-  createExclusive,
-  ensurePrivateDir,
-  isAlreadyExists,
-  listDir,
-  parseJsonOrUndefined,
-  readTextIfExists,
-  removeAbandonedTemps,
-  writeFileAtomic,
-} from "../lib/fs.ts";
+import * as fs from "../lib/fs.ts";
 import { sha256Hex, stableStringify } from "../lib/hash.ts";
 import { withLock } from "../lib/lock.ts";
 import { asRecord, isRecord } from "../lib/parsed.ts";
@@ -136,7 +127,7 @@ function entryName(seq: number, holds: QueueEntry | string, pid?: number): strin
 }
 
 async function queueFiles(dir: string): Promise<QueueFile[]> {
-  return (await listDir(dir)).flatMap((e) => {
+  return (await fs.listDir(dir)).flatMap((e) => {
     const m = e.isDirectory ? null : /^(\d{10})-(m\d+|c)(?:\.json|\.(\d+)\.claim)$/.exec(e.name);
     return m
       ? [{ name: e.name, seq: Number(m[1]), tag: m[2], claimedBy: m[3] ? Number(m[3]) : undefined }]
@@ -146,11 +137,11 @@ async function queueFiles(dir: string): Promise<QueueFile[]> {
 
 /** A queue file's JSON, up to 128 MiB (a message may be 10 M characters); undefined when it cannot be read. */
 const readQueueJson = async (path: string): Promise<unknown> =>
-  parseJsonOrUndefined(await readTextIfExists(path, 128 << 20).catch(() => undefined));
+  fs.parseJsonOrUndefined(await fs.readTextIfExists(path, 128 << 20).catch(() => undefined));
 const readEntry = async (path: string) => QueueEntrySchema.safeParse(await readQueueJson(path)).data;
 async function sessionDirs(pendingDir: string, subdir: string): Promise<string[]> {
   const root = joinPath(pendingDir, subdir);
-  return (await listDir(root)).filter((e) => e.isDirectory).map((e) => joinPath(root, e.name));
+  return (await fs.listDir(root)).filter((e) => e.isDirectory).map((e) => joinPath(root, e.name));
 }
 
 /** Each session directory in `subdir` (only `sessionId`'s if given) with its files and first entry. */
@@ -172,7 +163,7 @@ export async function setAsideFiles(pendingDir: string): Promise<string[]> {
   const dirs = (await Promise.all([QUEUE_SUBDIR, REJECTED_SUBDIR].map((s) => sessionDirs(pendingDir, s))))
     .flat();
   const names = await Promise.all(
-    dirs.map(async (dir) => (await listDir(dir)).map((e) => joinPath(dir, e.name))),
+    dirs.map(async (dir) => (await fs.listDir(dir)).map((e) => joinPath(dir, e.name))),
   );
   return names.flat().filter((path) => path.endsWith(UNREADABLE)).sort();
 }
@@ -209,7 +200,7 @@ export const REJECTED_MAX_BYTES = 16 * 1024 * 1024;
 /** Writes an entry per write (`extra` added) after seq `last` in `dir`; returns those stored (to the first failure). */
 async function appendEntries(dir: string, last: number, writes: Write[], extra = {}) {
   const stored: QueueEntry[] = [];
-  if (writes.length) await ensurePrivateDir(dir);
+  if (writes.length) await fs.ensurePrivateDir(dir);
   let [createdAt, seq] = [Date.now(), last];
   for (const w of writes) {
     const body = w.kind === "commit" ? { kind: w.kind, key: w.key } : { kind: w.kind, messages: w.messages };
@@ -217,11 +208,11 @@ async function appendEntries(dir: string, last: number, writes: Write[], extra =
     for (let attempts = 1;; attempts++) { // a name taken: the next seq
       const e = { ...head, seq: ++seq, unsure: w.unsure, ...body, ...extra } as QueueEntry;
       try {
-        await createExclusive(joinPath(dir, entryName(seq, e)), `${JSON.stringify(e)}\n`);
+        await fs.createExclusive(joinPath(dir, entryName(seq, e)), `${JSON.stringify(e)}\n`);
         stored.push(e);
         break;
       } catch (error) {
-        if (!isAlreadyExists(error) || attempts > 100) return stored;
+        if (!fs.isAlreadyExists(error) || attempts > 100) return stored;
       }
     }
   }
@@ -251,7 +242,7 @@ export class SessionQueue {
   /** Opens the queue of `sessionId` under `pendingDir`; its new entries are for `to`. */
   static async open(pendingDir: string, sessionId: string, to: Destination | undefined) {
     const dir = await sessionQueueDir(pendingDir, sessionId);
-    await removeAbandonedTemps(dir);
+    await fs.removeAbandonedTemps(dir);
     const files = await queueFiles(dir);
     const keys = new Set(await queuedKeys(dir, files));
     return new SessionQueue(dir, sessionId, to, files.at(-1)?.seq ?? 0, keys);
@@ -613,7 +604,7 @@ type ReplayRun = {
 /** Failures every session would meet the same way. */
 const STOPS_ALL = new Set(["unreachable", "auth", "redirect", "not-openviking", "missing-route"]);
 async function keep<E extends QueueEntry>(claimPath: string, entry: E): Promise<E> {
-  await writeFileAtomic(claimPath, `${JSON.stringify(entry)}\n`, { privateDir: false, durable: true });
+  await fs.writeFileAtomic(claimPath, `${JSON.stringify(entry)}\n`, { privateDir: false, durable: true });
   return entry;
 }
 
@@ -705,7 +696,7 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
 /** Replays one session's queue under `replay.lock` (held: deferred); an emptied directory goes. */
 async function replaySession(run: ReplayRun, dir: string): Promise<void> {
   const done = await withLock(joinPath(dir, "replay.lock"), async () => {
-    await removeAbandonedTemps(dir);
+    await fs.removeAbandonedTemps(dir);
     const files = await queueFiles(dir);
     let i = 0;
     let step: Awaited<ReturnType<typeof replayFile>> = "next";
