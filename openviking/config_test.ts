@@ -355,22 +355,13 @@ type Case = [user: unknown, asked: unknown, taken: boolean];
 /** What a workspace file may do with a knob (README's table says the same words), and cases that show it. */
 type Allowed = { may: string; cases: Case[] };
 
-const off: Allowed = {
-  may: "turn it off",
-  cases: [[true, false, true], [false, true, false], [true, true, true]],
-};
-const on: Allowed = {
-  may: "turn it on",
-  cases: [[false, true, true], [true, false, false], [false, false, true]],
-};
-const lower = (lo: number, hi: number): Allowed => ({
-  may: "lower it",
-  cases: [[hi, lo, true], [lo, hi, false], [lo, lo, true]],
-});
-const raise = (lo: number, hi: number): Allowed => ({
-  may: "raise it",
-  cases: [[lo, hi, true], [hi, lo, false], [hi, hi, true]],
-});
+// deno-fmt-ignore: the rules' cases, one a line
+const [off, on, lower, raise] = [
+  { may: "turn it off", cases: [[true, false, true], [false, true, false], [true, true, true]] } as Allowed,
+  { may: "turn it on", cases: [[false, true, true], [true, false, false], [false, false, true]] } as Allowed,
+  (lo: number, hi: number): Allowed => ({ may: "lower it", cases: [[hi, lo, true], [lo, hi, false], [lo, lo, true]] }),
+  (lo: number, hi: number): Allowed => ({ may: "raise it", cases: [[lo, hi, true], [hi, lo, false], [hi, hi, true]] }),
+] as const;
 const never = (a: unknown, b: unknown): Allowed => ({ may: "", cases: [[a, b, false], [b, a, false]] });
 
 /** Every knob's rule for a workspace file: stricter, never weaker; never where data goes or who we are. */
