@@ -307,17 +307,14 @@ export function resolveSettings(
       try {
         parsed = k.parse(layer.value);
       } catch (error) {
-        warnings.push(
-          `${layer.where}: invalid value ${shown(layer.value)} (${(error as Error).message}); ${bad}`,
-        );
+        const why = `invalid value ${shown(layer.value)} (${(error as Error).message}); ${bad}`;
+        warnings.push(`${layer.where}: ${why}`);
         continue;
       }
       if (layer === asked && !k.workspace.allows(parsed, value)) {
         const may = k.workspace.may ? `may only ${k.workspace.may}` : "may not set it";
         warnings.push(`${asked.where}: ${shown(asked.value)} is ignored: a workspace file ${may}`);
-      } else {
-        value = parsed;
-      }
+      } else value = parsed;
     }
     settings[name] = value;
   }
