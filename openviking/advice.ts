@@ -23,14 +23,8 @@ export function asSentence(text: string): string {
 }
 
 /** The cause to record for failure `f` (a redirect's target kept). */
-export function causeOf(f: OvFailure): Cause {
-  return {
-    kind: f.kind,
-    status: f.status,
-    message: f.error.message,
-    ...(f.error.code ? { code: f.error.code } : {}),
-    ...(f.location ? { location: f.location } : {}),
-  };
+export function causeOf({ kind, status, error: { message, code }, location }: OvFailure): Cause {
+  return { kind, status, message, ...(code ? { code } : {}), ...(location ? { location } : {}) };
 }
 
 /** Whether `f` is OpenViking refusing a root key on a data route. */
