@@ -57,13 +57,8 @@ export async function noteRecall(
 ): Promise<Breaker | undefined> {
   if (!dir) return undefined;
   if (isUnanswered(outcome.failure)) {
-    const b = {
-      origin: originOf(baseUrl),
-      since: before?.since ?? now,
-      at: now,
-      reason: outcome.failure?.error.message ?? "",
-      failures: (before?.failures ?? 0) + 1,
-    };
+    const [since, failures] = [before?.since ?? now, (before?.failures ?? 0) + 1];
+    const b = { origin: originOf(baseUrl), since, at: now, reason: outcome.failure!.error.message, failures };
     await write(dir, b);
     return b;
   }
@@ -80,10 +75,7 @@ export async function noteAnswered(dir: string, baseUrl: string, askedAt: number
   if (b && isOpen(b) && askedAt >= b.at) await write(dir, { ...b, answeredAt: askedAt });
 }
 
-/**
- * Probes with a search, as recall asks (a server that answers `/health` or writes may not search), within
- * `budget` if given; any answer is noted. Returns whether it answered.
- */
+/** Probes with a search, as recall asks (a server may answer `/health` and not search); notes and returns an answer. */
 export async function probe(client: OpenVikingClient, dir: string, budget?: Budget): Promise<boolean> {
   const askedAt = Date.now();
   const body = { query: "openviking-kimi probe", mode: "context", purpose: "coding", limit: 1 };
