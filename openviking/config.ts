@@ -116,8 +116,7 @@ type Layer = ReturnType<typeof layer>;
 function resolveCredentials(sources: ConfigSources, warnings: string[]) {
   const { env } = sources;
   const mode = credentialMode(env, warnings);
-  const cli = asRecord(sources.ovcli);
-  const ov = asRecord(sources.ovconf);
+  const [cli, ov] = [asRecord(sources.ovcli), asRecord(sources.ovconf)];
   const [server, client] = [asRecord(ov.server), asRecord(ov.kimicode)];
   const host = str(server.host) === "0.0.0.0" || !str(server.host) ? "127.0.0.1" : str(server.host);
   const port = typeof server.port === "number" || str(server.port) ? String(server.port) : "1933";
