@@ -267,12 +267,8 @@ Deno.test("replay: a claim whose replay died is taken over at once, whatever its
 });
 
 Deno.test("replay: a server that cannot say what an unsure write's session holds, for no answer, is not sent it too; another failure still sends", async () => {
-  for (
-    const [asked, calls] of [[fail("unreachable", 0, "no answer within 15000 ms"), 1], [
-      fail("server", 500),
-      2,
-    ]] as const
-  ) {
+  const cases = [[fail("unreachable", 0, "no answer within 15000 ms"), 1], [fail("server", 500), 2]] as const;
+  for (const [asked, calls] of cases) {
     await using dir = await tempDir();
     const queue = await SessionQueue.open(dir.path, "kc-s1", undefined);
     await queue.messages(range(2), { unsure: Date.now() - 1 });
@@ -294,11 +290,8 @@ Deno.test("hasUnsent, SessionQueue.waiting: queued or claimed writes of a sessio
   await enqueueMessages(dir.path, "kc-other", [payload(1)]);
   assertEquals(await hasUnsent(dir.path, "kc-s1"), true);
   assertEquals((await SessionQueue.open(dir.path, "kc-s1", undefined)).waiting, true);
-  assertEquals(
-    (await SessionQueue.open(dir.path, "kc-s2", undefined)).waiting,
-    false,
-    "another session's queue is its own",
-  );
+  const other = await SessionQueue.open(dir.path, "kc-s2", undefined);
+  assertEquals(other.waiting, false, "another session's queue is its own");
   const sdir = await sessionQueueDir(dir.path, "kc-s1");
   await Deno.rename(`${sdir}/0000000001-m1.json`, `${sdir}/0000000001-m1.${Deno.pid}.claim`);
   assertEquals(await hasUnsent(dir.path, "kc-s1"), true, "a replay is sending it right now");
