@@ -357,10 +357,8 @@ Deno.test("replay: a write queued under one user's key never goes with another u
   );
   assertEquals((await queuedMessages(dir.path)).length, 3, "it stays queued");
   const same = await replayQueue(dir.path, keyed(renewed), opts());
-  assertEquals([same.replayed, contents(back, "kc-a"), back.sessions.get("kc-a")?.commits], [2, [
-    "message 0",
-    "message 1",
-  ], 1]);
+  const sent = [same.replayed, contents(back, "kc-a"), back.sessions.get("kc-a")?.commits];
+  assertEquals(sent, [2, ["message 0", "message 1"], 1]);
   assertEquals(contents(back, "kc-b"), [], "a key that names no user: only that key sends it");
   assertEquals((await replayQueue(dir.path, keyed("key-ana"), opts())).replayed, 1);
   assertEquals(contents(back, "kc-b"), ["message 0"]);
@@ -374,12 +372,8 @@ Deno.test("replay: a write queued with no key (none saved yet, or refused withou
   const keyless = createClient({ baseUrl: gone.url, userAgent: "t", timeoutMs: 2000 });
   assertEquals((await sendMessages(keyless, "kc-n", range(2), base)).queued, 2);
   await using back = await FakeOpenViking.start({ port: gone.port });
-  const keyed = createClient({
-    baseUrl: gone.url,
-    userAgent: "t",
-    timeoutMs: 2000,
-    apiKey: userKey("acme", "coder"),
-  });
+  const apiKey = userKey("acme", "coder");
+  const keyed = createClient({ baseUrl: gone.url, userAgent: "t", timeoutMs: 2000, apiKey });
   const r = await replayQueue(dir.path, keyed, opts());
   assertEquals([r.messages, r.elsewhere.length, contents(back, "kc-n")], [2, 0, ["message 0", "message 1"]]);
 });
@@ -425,9 +419,8 @@ async function deliver(script: (c: Call, n: number) => Answer, payloads: Message
     onAcked: (n) => Promise.resolve(void settledSeen.push(n)),
   });
   const d = { settled: r.acked - r.queued, sent: r.sent, rejections: r.rejections, stop: r.cause };
-  const queued = (await queuedMessages(dir.path, "kc-s")).map((m) =>
-    Number(m.payload!.content.split(":")[0])
-  );
+  const number = (m: { payload?: { content: string } }) => Number(m.payload!.content.split(":")[0]);
+  const queued = (await queuedMessages(dir.path, "kc-s")).map(number);
   const unsure = (await ourQueue(dir.path)).map((q) => q.file).filter((f, i, all) => all.indexOf(f) === i)
     .map((f) => typeof JSON.parse(Deno.readTextFileSync(f)).unsure === "number");
   return { r, d, calls, settledSeen, queued, unsure };
