@@ -75,8 +75,9 @@ function userAndPassword(b64: string): boolean {
 
 /** Where a key that may name a secret is: a secret word in it, the scan's quick first look. */
 const SECRET_HINT = /secret|token|pass|pwd|cred|auth|key|sig|hmac|salt|otp|pin/gi;
-/** A key and its assignment operator, optionally quoted (`KEY=`, `"key": `, `--key=`, `key =>`, `\"key\": `). */
-const KEY_AT = /-{0,2}(\\?["']?)([A-Za-z_][\w.-]*)\1([ \t]*)(:=|=>|\?=|=|:)([ \t]*)/y;
+const SECRET_HINT_WORD = new RegExp(SECRET_HINT.source, "i");
+/** A key and its assignment operator, optionally quoted (`KEY=`, `"key": `, `\"key\": `) or subscripted (`env['KEY'] =`). */
+const KEY_AT = /-{0,2}(\\?["']?)([A-Za-z_][\w.-]*)\1\]?([ \t]*)(:=|=>|\?=|=|:)([ \t]*)/y;
 /** An assignment's value: a quoted string on its line, else a run of value characters. */
 const VALUE = /\\"[^"\r\n]*\\"|"[^"\r\n]*"|'[^'\r\n]*'|`[^`\r\n]*`|(?:[^\s"'`,;&\\]|\\(?![nrt]))+/y;
 const OPENING_QUOTE = /^\\?["'`]/;
@@ -94,10 +95,12 @@ const KEY_WORDS = /[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+/g;
 // deno-fmt-ignore: word lists
 const [SECRET_WORDS, ABOUT_SECRET, PLAIN_KEYS, WEAK_KEYS] = [
   "secret token password passwd pwd pass passphrase credential credentials creds auth apikey accesstoken authtoken secretkey privatekey accesskey sig signature sshpass",
-  "url uri endpoint host path file dir name type mode method header count length len size limit max min enabled required ttl timeout expiry expires format prefix provider version id",
+  "url uri endpoint host path file dir name type mode method header count length len size limit max min enabled required ttl timeout expiry expires format prefix provider version id stdin",
   "public pub primary foreign sort partition cache hash range row lookup idempotency unique map dict object index composite hot s3 i18n translation group order bucket schema",
   "key hmac salt otp pin",
 ].map((list): ReadonlySet<string> => new Set(list.split(" ")));
+const randomRun = (v: string): boolean =>
+  /^[\w+/=~-]{8,}$/.test(v) && (v.match(/\d(?=[A-Za-z])|[A-Za-z](?=\d)/g) ?? []).length >= 3;
 const GLUED_SECRET_END = /(?:password|passwd|passphrase|secret|token|apikey|secretkey|accesskey|privatekey)$/;
 /** Whether a key name says its value is a secret: a secret word in it, or `…_key` of a secret kind. */
 function secretName(key: string): boolean {
@@ -118,7 +121,7 @@ function secretValue(raw: string, literal: boolean, weak = false): boolean {
   const quote = OPENING_QUOTE.exec(raw)?.[0] ?? "";
   const v = quote ? raw.slice(quote.length, -quote.length).trim() : raw.trimEnd();
   if (!v || NO_SECRET.test(v)) return false;
-  if (weak) return /^[\w+/=~-]{8,}$/.test(v) && (v.match(/\d(?=[A-Za-z])|[A-Za-z](?=\d)/g) ?? []).length >= 3;
+  if (weak) return randomRun(v);
   if (quote) return true;
   return !CODE.test(v) &&
     (literal || (/\p{N}/u.test(v) && /\p{L}/u.test(v)) || /[^\p{L}\p{N}_.-]/u.test(v) || v.length >= 16);
@@ -172,7 +175,11 @@ function redactAssignments(text: string, hide: Hide): string {
     const prefix = OPENING_QUOTE.test(next) && /^[A-Za-z]{1,2}$/.test(value); // a string's prefix: f"…", rb'…'
     const literal = (block !== null && scalar) ||
       (op === "=" && ((!before && !after) || (line !== "" && !/[a-z]/.test(key))));
-    const redacted = value !== "" && !prefix && secretValue(value, literal, weak);
+    let redacted = value !== "" && !prefix && secretValue(value, literal, weak);
+    if (!redacted && line !== "" && !block) { // the line's first word, when a note or a comment follows it
+      const word = stickyAt(VALUE, text, at)?.[0] ?? "";
+      if (word !== value && secretValue(word, literal, weak)) [value, redacted] = [word, true];
+    }
     if (redacted) {
       out += text.slice(copied, at) + hide(value);
       copied = at + value.length;
@@ -271,8 +278,10 @@ const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp, after?: RegEx
   [/mongo(?:sh)?/, /(?:-p|--password)(?:[ \t]+|=)/],
   [/sqlcmd/, /-P(?:[ \t]+|=)/],
   [/ldap(?:search|add|modify|delete|passwd|whoami)/, /-w(?:[ \t]+|=)/],
-  [/htpasswd/, /-[A-Za-z]*b[A-Za-z]*[ \t]+(?:-\w+[ \t]+)*(?!-)\S+[ \t]+\S+[ \t]+/],
-  [/echo|printf/, /(?:)/, /[ \t]*\|[^\r\n;&]{0,200}?[ \t]--password-stdin\b/],
+  [/htpasswd/, /-(?![A-Za-z]*n)[A-Za-z]*b[A-Za-z]*[ \t]+(?:-\w+[ \t]+)*(?!-)\S+[ \t]+\S+[ \t]+/],
+  [/htpasswd/, /-(?=[A-Za-z]*n)[A-Za-z]*b[A-Za-z]*[ \t]+(?:-\w+[ \t]+)*(?!-)\S+[ \t]+/], // -n: no file
+  [/cf/, /auth[ \t]+(?!-)\S+[ \t]+/],
+  [/echo|printf/, /(?:)/, /[ \t]*\|[^\r\n;&]{0,200}?[ \t](?:--password-stdin\b|sudo(?:[ \t]+-\w+)*?[ \t]+-[A-Za-z]*S\b|chpasswd\b)/],
 ];
 /** A password a command's option gives: quoted, or up to a blank, quote, escape or pipe. */
 const OPTION_VALUE = String.raw`'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'\x60\\|]+`;
@@ -296,23 +305,46 @@ const XML_SECRETS: readonly RegExp[] = [
 /** Format and default-ignorable characters (variation selectors, Hangul fillers…) between printable ASCII. */
 const INVISIBLE_IN_ASCII = /(?<=[!-~])[\p{Cf}\p{DI}]+(?=[!-~])/gu;
 /**
- * What can hide a token: an escape sequence (also `\u001b[…` in JSON); marks and invisible characters (dropped after
- * ASCII); a character whose compatibility form folds to ASCII (Latin, Greek, Common, U+FB29); {@link MASK}.
+ * Letters of other scripts a reader takes for Latin ones (Unicode's confusables of ASCII letters and digits among
+ * Cyrillic, Greek and Armenian, and Latin's own without a decomposition): `pаssword` with a Cyrillic `а`.
+ */
+const LOOKALIKES: Readonly<Record<string, string>> = Object.fromEntries(
+  ("а a е e һ h і i ј j к k о o р p с c ѕ s у y х x ԁ d ԛ q ԝ w ӏ l ү y ѵ v " +
+    "А A В B Е E З 3 К K М M Н H О O Р P С C Т T Х X Ѕ S І I Ј J Ү Y Ԛ Q Ԝ W Ӏ I Ѵ V " +
+    "α a β B γ y ι i κ k ν v ο o ρ p τ t υ u χ x ϲ c ϳ j ω w " +
+    "Α A Β B Ε E Ζ Z Η H Ι I Κ K Μ M Ν N Ο O Ρ P Τ T Υ Y Χ X Ϲ C Ϳ J " +
+    "օ o ս u հ h ո n ց g զ q ı i ȷ j ɑ a ɡ g ɩ i ɪ I ʀ R ʏ Y ᴀ A ᴄ C ᴅ D ᴇ E ᴋ K ᴍ M ᴏ O ᴘ P ᴛ T ᴜ U ᴠ V ᴡ W ᴢ Z")
+    .match(/\S \S/gu)!.map((pair) => [pair[0], pair[2]]),
+);
+/** ASCII a JSON `\u` escape may stand for inside a token or a key (a quote, blank or separator would end one). */
+const ESCAPED_WORD_CHAR = /^[\w.:=+/@~-]$/;
+/**
+ * What can hide a token: an escape sequence (also `\u001b[…` in JSON); a JSON `\u` escape (a pair for a surrogate
+ * pair; more backslashes when escaped again); marks and invisible characters (dropped after ASCII); a character whose
+ * compatibility form folds to ASCII (Latin, Greek, Common, U+FB29), a {@link LOOKALIKES} letter; {@link MASK}.
  */
 const DISGUISE = new RegExp(
   String
-    .raw`${ESCAPE_SEQUENCE.source}|\\u001[bB]\[[0-?]*[ -/]*[@-~]|[\p{M}\p{Cf}\p{DI}]+|(?![\0-\x7f])[\p{sc=Latn}\p{sc=Zyyy}\p{sc=Grek}\ufb29\ue000]`,
+    .raw`${ESCAPE_SEQUENCE.source}|\\u001[bB]\[[0-?]*[ -/]*[@-~]|(?<json>\\+u[dD][89abAB][\da-fA-F]{2}\\+u[dD][c-fC-F][\da-fA-F]{2}|\\+u[\da-fA-F]{4})|[\p{M}\p{Cf}\p{DI}]+|(?![\0-\x7f])[\p{sc=Latn}\p{sc=Zyyy}\p{sc=Grek}\ufb29\ue000${
+    Object.keys(LOOKALIKES).join("")
+  }]`,
   "gu",
 );
-/** The printable ASCII a character's NFKC form is, or "" (cached: the distinct characters of the texts seen). */
+/** The printable ASCII a character reads as: its NFKC form, its {@link LOOKALIKES} letter, or its unaccented letter. */
 const asciiFolds = new Map<string, string>();
 function asciiFold(c: string): string {
   const known = asciiFolds.get(c);
   if (known !== undefined) return known;
-  const n = c.normalize("NFKC"), folded = n !== c && /^[ -~]+$/.test(n) ? n : "";
+  const n = c.normalize("NFKC"), bare = c.normalize("NFD").replace(/\p{M}+/gu, "");
+  const folded = n !== c && /^[ -~]+$/.test(n)
+    ? n
+    : LOOKALIKES[c] ?? (bare !== c && /^[A-Za-z]$/.test(bare) ? bare : "");
   if (asciiFolds.size < 1 << 16) asciiFolds.set(c, folded);
   return folded;
 }
+/** The character a JSON `\u` escape (or a pair) stands for, any backslashes before each `u` dropped. */
+const unescaped = (escape: string): string =>
+  String.fromCharCode(...escape.split(/\\+u/).slice(1).map((h) => Number.parseInt(h, 16)));
 
 /** What {@link redactDisguised}'s rules hide a secret with: as long as the secret, so offsets hold. */
 const MASK = "\ue000";
@@ -327,13 +359,15 @@ function folded(text: string): { text: string; pieces: Piece[] } | undefined {
     pieces.push({ f: out.length, o, ol, copy });
     out += s;
   };
-  for (const { 0: c, index: at } of text.matchAll(DISGUISE)) {
+  for (const { 0: c, index: at, groups } of text.matchAll(DISGUISE)) {
     if (at > copied) put(text.slice(copied, at), copied, at - copied, true);
     if (at > copied && /[!-~]/.test(text[at - 1])) asciiEnd = at;
     copied = at + c.length;
-    const escape = c.charCodeAt(0) < 0xa0;
-    const invisible = !escape && /^[\p{M}\p{Cf}\p{DI}]/u.test(c);
-    const fold = escape || invisible ? "" : c === MASK ? "\ufffd" : asciiFold(c);
+    const json = groups?.json !== undefined, read = json ? unescaped(c) : c;
+    const escape = !json && c.charCodeAt(0) < 0xa0;
+    const invisible = !escape && /^[\p{M}\p{Cf}\p{DI}]/u.test(read);
+    const word = json && ESCAPED_WORD_CHAR.test(read);
+    const fold = escape || invisible ? "" : c === MASK ? "\ufffd" : word ? read : asciiFold(read);
     if (escape || (invisible && asciiEnd === at)) { // dropped
       changed = true;
       if (invisible) asciiEnd = copied;
@@ -425,6 +459,7 @@ const RULES: Readonly<Record<string, RegExp | [RegExp, Pick?] | Rule>> = {
   github: /\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,})/g,
   gitlab: /\b(?:gl(?:pat|dt|ft|rt|soat|ffct|cbt|imt|agent|oas|ptt)-|GR1348941)[\w.-]{20,}/g,
   "atlassian-api-token": /\bATATT3[\w=-]{100,}/g,
+  "bitbucket-app-password": /\bATBB[A-Za-z0-9]{28,}/g,
   "npm-access-token": /\bnpm_[A-Za-z0-9]{36,}/g,
   "pypi-upload-token": /\bpypi-AgEIcHlwaS5vcmc[\w-]{50,}/g,
   "docker-hub-pat": /\bdckr_pat_[\w-]{20,}/g,
@@ -482,7 +517,7 @@ const RULES: Readonly<Record<string, RegExp | [RegExp, Pick?] | Rule>> = {
   cookie: (text, hide = plain) => text.replace(COOKIE, (_m, head, set, pairs) => head + redactCookies(pairs, set !== undefined, hide)), // A `Cookie` or `Set-Cookie` header (or its JSON member): its `name=value` pairs, to the line's or string's end.
   bearer: (text, hide = plain) => text.replace(/\b(Bearer|SSWS)([ \t]+)((?=[\w.~+/=-]*\d)[\w.~+/=-]{8,})/gi, (_m, word, gap, token) => word + gap + hide(token)), // A bearer (or Okta's SSWS) token anywhere, with a digit (`Bearer authentication` is a phrase).
   basic: (text, hide = plain) => text.replace(/\b(Basic[ \t]+)([A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])/gi, (m, head, b64: string) => userAndPassword(b64) ? head + hide(b64) : m), // `Basic` credentials without their header: base64 that decodes to `user:password`.
-  "user-option": [/(?<![\w-])((?:--user|-u)(?:[ \t]+|=)["']?(?![$%{<[])[^\s"':]*:["']?)(?!\d+(?:[\s"']|$)|[$%{<[])([^\s"']+)/g], // The password of curl's `-u user:password` (not a numeric id, a variable or a placeholder).
+  "user-option": [/(?<![\w-])((?:--user|-u)(?:[ \t]+|=)["']?(?![$%{<[])[^\s"':]*:["']?)(?!\d+(?:[\s"']|$)|[$%{<[]|\/\/)([^\s"']+)/g], // The password of curl's `-u user:password` (not a number, a variable, a placeholder or a URL's `//`).
   "secret-in-prose": (text, hide = plain) => text.replace(/\b((?:secret|password|passwd|passphrase|passcode|token|api[ _-]?key|credentials?)[ \t]+(?:is|was)[ \t]+)(\\?)(["'`])([^\s"'`\\]{4,200})\2\3/gi, (m, head, e, q, value) => NO_SECRET.test(value) ? m : head + e + q + hide(value) + e + q), // A quoted value a sentence says is a secret: `the secret is "…"`.
   "secret-in-prose-unquoted": [SECRET_IN_PROSE_UNQUOTED, valued(false)],
   "secret-label": [/(?<![A-Za-z0-9_\u0400-\u04ff])((?:(?:password|passwd|passphrase|passcode|secret|token|api[ _-]?key)[ \t]*(?:[：＝]|是|为|為)|(?:API[ \t]*(?:キー|키)|(?:API[ \t]*)?(?:密码|密碼|口令|密钥|密鑰|秘钥|私钥|私鑰|令牌|パスワード|トークン|秘密鍵|비밀번호|토큰))[ \t\u3000]*(?:[:：=＝]|是|为|為|は|が|는|은|가|(?<=[ \t\u3000]))|пароль[ \t]*[:：=＝])[ \t\u3000]*)("[^"\r\n]{1,200}"|'[^'\r\n]{1,200}'|(?:(?!["'`\\])[!-~]){4,200})/giu, valued(false, true)], // A value after a fullwidth `：`/`＝` (or a CJK "is") of an English secret word, or a CJK secret name and `:`, "is" or a blank.
@@ -491,20 +526,33 @@ const RULES: Readonly<Record<string, RegExp | [RegExp, Pick?] | Rule>> = {
   "oracle-logon": [/\b((?:jdbc:oracle:(?:thin|oci):|(?:sqlplus|sqlldr|expdp|impdp|rman)(?:[ \t]+-\w+)*[ \t]+)[^\s/@:"']+\/)([^\s/@"'\\]+)(?=@)/gi], // Oracle's `user/password@` (a JDBC thin or OCI URL, `sqlplus`'s logon): the password.
   "go-sql-dsn": [/(?<![\w.-])([\w.-]+:)([^\s@:"'\\]+)(?=@(?:tcp6?|udp|unix)\()/g], // A Go SQL driver's DSN, `user:password@tcp(host)/db` (or `unix(…)`, `udp(…)`): the password.
   "vault-init-key": [/\b((?:Unseal|Recovery)[ \t]+Key[ \t]+\d+:[ \t]*)([A-Za-z0-9+/]{20,}={0,2})/g], // What `vault operator init` prints: `Unseal Key 1: …`, `Recovery Key 1: …`.
+  "secret-option": (text, hide = plain) => text.replace(SECRET_OPTION, (m, head: string, name: string, value: string) => secretName(name) && secretValue(value, false) ? head + hide(value) : m), // A secret-named command-line option and the value after a blank (`--secret-key …`, `-auth user:…`).
+  "named-value": (text, hide = plain) => text.replace(NAMED_VALUE, (m, name: string, gap: string, value: string) => secretName(name) && randomRun(value) ? name + gap + hide(value) : m), // A key-like name, a blank, a generated-looking value: a table's row or a config command's pair.
+  "here-string": (text, hide = plain) => text.replace(HERE_STRING, (m, value: string, at: number) => { // bash's `<<< …`: a command's input that names a secret before it
+    const command = text.slice(Math.max(0, at - 200), at).split(/\\n|[\n;|&"]/).at(-1)!; // since the line's or the command's start
+    return SECRET_HINT_WORD.test(command) && secretValue(value, true) ? m.slice(0, -value.length) + hide(value) : m;
+  }),
   "curl-cookie": (text, hide = plain) => text.replace(CURL_COOKIE, (_m, head, _q, pairs) => head + redactCookies(pairs, false, hide)), // curl's `-b`/`--cookie` with `name=value` pairs (not a cookie file), quoted or not.
   "config-set": (text, hide = plain) => text.replace(CONFIG_SET, (m, head, gh, _q, name, value) => (gh || secretName(name)) && secretValue(value, true) ? head + hide(value) : m), // A command that sets a named value (fish's `set -x` too; `gh secret set`, whose every value is a secret).
+  "quoted-argument": (text, hide = plain) => QUOTED_ARGUMENTS.reduce((out, re) => out.replace(re, (m, name: string, q: string, value: string) => // `Setenv("DB_PASSWORD", "…")`, `setPassword("…")`
+    secretName(name) && secretValue(value, false) ? m.slice(0, m.length - value.length - q.length) + hide(value) + q : m), text),
   "xml-element": (text, hide = plain) => XML_SECRETS.reduce((out, re) => out.replace(re, (m, ...args) => {
     const { head, name, value } = args.at(-1) as Record<string, string>, v = value.trim();
     return secretName(name) && secretValue(v, false) ? head + value.replace(v, () => hide(v)) + m.slice(head.length + value.length) : m;
   }), text),
   assignment: (text, hide = plain) => redactAssignments(text, hide),
 };
-// deno-fmt-ignore: the shapes of the cookie, curl-cookie and config-set rules
-const [COOKIE, CURL_COOKIE, CONFIG_SET] = [
+// deno-fmt-ignore: the shapes of the rules written as code; a key-like name is `snake_case`, `kebab-case` or `camelCase`
+const [COOKIE, CURL_COOKIE, CONFIG_SET, SECRET_OPTION, NAMED_VALUE, ...QUOTED_ARGUMENTS] = [
   /\b((set-)?cookie\\?["'`]?[ \t]*:[ \t]*\\?["'`]?)([^\r\n"'`\\]+)/gi,
   /(?<![\w-])((?:-b|--cookie)(?:[ \t]+|=)(\\?["']|))((?:(?!\2)[^\s"'\\])*=(?:(?!\2)[^\r\n"'\\])*)/g,
   /\b((?:setx|set(?:[ \t]+-[A-Za-z]+)+|launchctl[ \t]+setenv|(?:npm|yarn|pnpm)[ \t]+config[ \t]+set|aws[ \t]+configure[ \t]+set|git[ \t]+config(?:[ \t]+--(?:global|local|system))?|(gh[ \t]+secret[ \t]+set))[ \t]+("?)([^\s"=]+)\3(?:[ \t]+(?:-b|--body))?[ \t]+)(\\"[^"\r\n]*\\"|'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g,
+  /(?<![\w-])(--?([A-Za-z][\w-]*)[ \t]+)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g,
+  /(?<![\w.-])([A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+|[a-z]+(?:[A-Z][a-z0-9]*)+)([ \t]+)([\w+/=~.-]{8,})(?![\w+/=~.-])/g,
+  /(?<![\w-])\\?["']([A-Za-z_][\w.-]*)\\?["'][ \t]*,[ \t]*(\\?["'])([^"'\r\n\\]{1,200})\2(?=[ \t]*[),\]])/g,
+  /(?<![\w-])([A-Za-z_]\w*)[ \t]*\([ \t]*(\\?["'])([^"'\r\n\\]{1,200})\2(?=[ \t]*\))/g,
 ].map(orAfterEscape);
+const HERE_STRING = /<<<[ \t]*('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g;
 /** Every credential rule by name, in the order they run. */
 export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = Object.fromEntries(
   Object.entries(RULES).map(([name, r]): [string, Rule] => {

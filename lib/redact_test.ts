@@ -240,6 +240,17 @@ Deno.test("redact: every rule is linear — 128 KB of its worst case in well und
     "escape sequences inside words": mb("ab\x1b[0m"),
     "escape sequences escaped in JSON": mb("ab\\u001b[0m"),
     "CJK text and its fullwidth punctuation": mb("密码，令牌：是"),
+    // session 13: look-alike letters, JSON escapes
+    "Cyrillic look-alikes": mb("раѕѕ "),
+    "JSON escapes, chained": mb("p\\u0430"),
+    "backslashes before no escape": mb("\\\\u"),
+    "halves of surrogate pairs escaped": mb("\\ud83d"),
+    "secret-named strings and commas, chained": mb('"token", '),
+    "secret-named calls, never closed": mb('setPassword("a'),
+    "subscripted keys, chained": mb("ENV['TOKEN'] "),
+    "secret-named options, chained": mb("--token a1 "),
+    "key-like names and values, chained": mb("db_token a1b2c3d4e5 "),
+    "here-strings after a secret's name": "token " + mb("<<< a1 "),
   };
   assertLinear("redact", redact, cases, BOUND_MS);
 });
@@ -255,7 +266,7 @@ Deno.test("redact: every rule hides only what its hider is given, so a disguised
   }
 });
 
-Deno.test("redact: a fullwidth, marked or escaped token is hidden in the text as written; other text stays", () => {
+Deno.test("redact: a fullwidth, look-alike, marked or escaped token is hidden in the text as written; other text stays", () => {
   assertEquals(redact("set ｐａｓｓｗｏｒｄ=Tr0ub4dorXq ok"), `set ｐａｓｓｗｏｒｄ=${REDACTED} ok`);
   assertEquals(redact("ｐａｓｓｗｏｒｄ：　Ｔｒ０ｕｂ４ｄｏｒＸｑ ok"), `ｐａｓｓｗｏｒｄ：　${REDACTED} ok`);
   const token = "ghp_ZX7DfL3Fuo\u0301XmsC4vynNdwifV0xbWhEpIjsXU";
@@ -274,8 +285,17 @@ Deno.test("redact: a fullwidth, marked or escaped token is hidden in the text as
     `again ${REDACTED}.`,
     "learned as written",
   );
+  assertEquals(redact("p\u0430ssword=Tr0ub4dorXq9 ok"), `p\u0430ssword=${REDACTED}`, "a Cyrillic а");
+  assertEquals(
+    redact('{"t": "p\\u0430ssword\\u003dTr0ub4dorXq9", "\\u0074oken": "Zq8Rt6Wv3Yx1"}'),
+    `{"t": "p\\u0430ssword\\u003d${REDACTED}", "\\u0074oken": ${REDACTED}}`,
+    "JSON escapes",
+  );
   const plain = [
     "re\u0301sume\u0301 and cafe\u0301, ﬁle ①②, Ｈｅｌｌｏ　ｗｏｒｌｄ！",
+    "Пароль забыл, что делать? Токен в документации. Ключ: см. вики. Ελληνικά: το κείμενο.",
+    "café, naïve, résumé, der Schlüssel; հայերեն տեքստ",
+    '{"name": "caf\\u00e9", "smile": "\\ud83d\\ude00", "q": "\\u0022a\\u0022", "n": "\\u000a"}',
     "密码忘了，怎么办？令牌：见文档。パスワード（再設定）",
     "\x1b[32mok\x1b[0m 12 tests passed, token budget 4096",
     "नमस्ते दुनिया, ไทย ภาษา",

@@ -219,6 +219,12 @@ type CaptureReport = ReturnType<typeof emptyReport> & {
   backlog?: ReplayReport;
 };
 
+/** The plan's options with the state's prints: what kept prompts and the journal's are compared under. */
+const keptOptions = (run: Run, state: SessionState) => ({
+  ...run.planOptions,
+  prints: new Set(state.secretPrints),
+});
+
 /** The state once the first `acked` planned messages of `plan` are settled (`captured` of them new). */
 async function stateAfter(run: Run, state: SessionState, plan: Plan, acked: number, captured = acked) {
   const { turns, read } = run.scan;
@@ -226,7 +232,7 @@ async function stateAfter(run: Run, state: SessionState, plan: Plan, acked: numb
   const delivered = plan.turns.filter((t) =>
     t.index < ack.ackedBelow || ack.keys.includes(captureKey(t.index, "user"))
   );
-  const prompts = journalKeys(carried(duePrompts(run.kept, state), delivered, run.planOptions));
+  const prompts = journalKeys(carried(duePrompts(run.kept, state), delivered, keptOptions(run, state)));
   return {
     ...state,
     capturedKeys: [...state.capturedKeys, ...ack.keys, ...prompts],
@@ -429,7 +435,7 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
     ).length;
   // Kept prompts the journal still lacks `SETTLE_MS` after they were seen: their turns never reached it.
   const unsettled = steps.stopped ? [] : duePrompts(run.kept, state);
-  const held = carried(unsettled, run.scan.turns.turns, run.planOptions);
+  const held = carried(unsettled, run.scan.turns.turns, keptOptions(run, state));
   const due = unsettled.filter((p) => !held.includes(p) && Date.now() - p.at >= SETTLE_MS);
   const queueing = { queueOnly: steps.queueOnly, queue };
   state = await sendKeptAndCommit(run, state, due, report, queueing, steps.stopped);

@@ -16,7 +16,7 @@ import {
   sharedStateDir,
 } from "../lib/paths.ts";
 import { statePaths } from "./state.ts";
-import { unwritableReason } from "../lib/fs.ts";
+import { readTextIfExists, SMALL_FILE_MAX_BYTES, unwritableReason } from "../lib/fs.ts";
 import { type Handler, type HookContext, SESSION_PREFIX } from "./context.ts";
 import { gateReason } from "../kimi/gates.ts";
 import { WORKER_ENV } from "../kimi/detach.ts";
@@ -93,10 +93,9 @@ async function homeUninstalled(env: Env): Promise<boolean> {
   if (!program || !home || !dirs.some((d) => slashed(program).startsWith(d))) return false;
   let text: string;
   try {
-    text = await Deno.readTextFile(homesFile(env));
-  } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) return false;
-    text = "";
+    text = await readTextIfExists(homesFile(env), SMALL_FILE_MAX_BYTES) ?? ""; // a FIFO is never opened
+  } catch {
+    return false;
   }
   const listed = text.split("\n").map((l) => slashed(l.trim())).filter((l) => l !== "");
   if (listed.includes(slashed(home))) return false;

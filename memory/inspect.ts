@@ -331,7 +331,9 @@ function zipNames(bytes: Uint8Array): string[] | undefined {
   while (end >= lowest && v.getUint32(end, true) !== 0x06054b50) end--;
   if (end < lowest) return undefined;
   const names: string[] = [];
-  let at = v.getUint32(end + 16, true);
+  const [size, offset] = [v.getUint32(end + 12, true), v.getUint32(end + 16, true)];
+  if (offset + size !== end) return undefined; // a gap (or a zip64 record) before the end record: not read
+  let at = offset;
   const decoder = new TextDecoder("utf-8", { fatal: true });
   for (let i = 0; i < v.getUint16(end + 10, true); i++) {
     if (at + 46 > end || v.getUint32(at, true) !== 0x02014b50) return undefined;
@@ -344,7 +346,7 @@ function zipNames(bytes: Uint8Array): string[] | undefined {
     }
     at += 46 + nameLen + extra + comment;
   }
-  return names;
+  return at === end ? names : undefined; // the directory holds just these (Python's zipfile reads it by size)
 }
 
 /** Whether `bytes` is a pack of the user's memories: a zip, every entry under the `memories/` root (pure). */

@@ -141,6 +141,13 @@ Deno.test("a pack of the user's memories is a zip whose every entry lies under m
     ].map(isMemoriesPack),
     [false, false, false, false, false, false, false, false],
   );
+  // The end record counting fewer entries than its central directory holds: Python's zipfile (the server's)
+  // reads the directory by its size, so it sees the entries past the count too.
+  const hidden = zipOf({ "memories/a.md": "x", "skills/s.md": "y" });
+  const end = new DataView(hidden.buffer, hidden.length - 22);
+  end.setUint16(8, 1, true);
+  end.setUint16(10, 1, true);
+  assertEquals(isMemoriesPack(hidden), false, "an entry hidden past the count");
 });
 
 Deno.test("the server's unfilled templates (identity.md, soul.md as OpenViking seeds them) are no memories", () => {

@@ -76,18 +76,26 @@ export function duePrompts(kept: readonly FallbackPrompt[], capture: SessionStat
   return kept.filter((p) => p.at > from && !keys.has(fallbackKey(p.text, p.at)) && !keys.has(journalKey(p)));
 }
 
-/** The prompts among `prompts` that `turns` carry (pure): per turn, the one of its text seen nearest when it began. */
+/**
+ * The prompts among `prompts` that `turns` carry (pure): per turn, the one of its text seen nearest when it began;
+ * both sides redacted with `prints` too (a prompt was kept with the prints of its time).
+ */
 export function carried(
   prompts: readonly FallbackPrompt[],
   turns: readonly Turn[],
-  options: { maxLength: number; redact: boolean },
+  options: PrepareOptions,
 ): FallbackPrompt[] {
   const left = [...prompts];
+  const read = new Map(
+    left.map((
+      p,
+    ) => [p, options.redact && options.prints?.size ? redact(p.text, undefined, options.prints) : p.text]),
+  );
   const out: FallbackPrompt[] = [];
   for (const { time, prompt } of turns) {
     if (time === undefined || !prompt) continue;
     const { text } = prepare(prompt, options);
-    const near = left.filter((p) => p.text === text && seenAt(time, p.at))
+    const near = left.filter((p) => read.get(p) === text && seenAt(time, p.at))
       .sort((a, b) => Math.abs(a.at - time) - Math.abs(b.at - time));
     if (near.length) out.push(...left.splice(left.indexOf(near[0]), 1));
   }
@@ -97,8 +105,11 @@ export function carried(
 /** The keys marking `prompts` as delivered from the journal. */
 export const journalKeys = (prompts: readonly FallbackPrompt[]) => prompts.map(journalKey);
 
+/** How a prompt is prepared: capture's options, and the prints of the secrets the session's captures found. */
+type PrepareOptions = { maxLength: number; redact: boolean; prints?: ReadonlySet<string> };
+
 /** A prompt's text as kept (capture's preparation, bounded to the kept characters). */
-function prepare(raw: string, options: { maxLength: number; redact: boolean }) {
+function prepare(raw: string, options: PrepareOptions) {
   return prepareText(raw, "user", { ...options, maxLength: Math.min(options.maxLength, MAX_FALLBACK_CHARS) });
 }
 
@@ -107,7 +118,7 @@ export function keepPrompt(
   state: SessionState,
   raw: string,
   at: number,
-  options: { maxLength: number; redact: boolean },
+  options: PrepareOptions,
 ): SessionState {
   const { text, reason } = prepare(raw, options);
   const last = state.fallbackPrompts.at(-1);
@@ -142,6 +153,7 @@ async function claimPrompt(
   ctx: HookContext,
   prompt: { hash: string; outage?: number },
   waitMs: number,
+  prints: ReadonlySet<string>,
 ): Promise<Claim> {
   const c = ctx.config;
   const decision = { duplicate: false, needProfile: false, afterCompaction: false } as Decision;
@@ -152,7 +164,7 @@ async function claimPrompt(
     const claimed = await updateState(ctx.promptPaths, (s) => {
       const decision = promptDecision(s, { ...prompt, at: ctx.startedAt });
       if (decision.duplicate) return Promise.resolve({ value: { ...none, decision } });
-      const options = { maxLength: c.captureMaxLength, redact: c.redact };
+      const options = { maxLength: c.captureMaxLength, redact: c.redact, prints };
       const kept = c.autoCapture ? keepPrompt(s, promptText(ctx.input), ctx.startedAt, options) : s;
       const tell = prompt.outage !== undefined && s.pausedNotice !== prompt.outage;
       const state: SessionState = {
@@ -242,12 +254,13 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
   }
   if (!c.autoRecall && !c.autoCapture) return { outcome: "recall-off" };
   const budget = new Budget(c.promptBudgetMs - (Date.now() - ctx.startedAt));
-  const query = recallQuery(promptText(ctx.input), c.redact, await sessionPrints(ctx));
+  const prints = await sessionPrints(ctx);
+  const query = recallQuery(promptText(ctx.input), c.redact, prints);
   const hash = await sha256Hex(query);
   const breaker = c.autoRecall ? await readBreaker(ctx.sharedStateDir, c.baseUrl) : undefined;
   const paused = breaker && isOpen(breaker) ? breaker : undefined;
   const lockWait = Math.min(2000, Math.floor(budget.remaining() / 4));
-  const claim = await claimPrompt(ctx, { hash, outage: paused?.since }, lockWait);
+  const claim = await claimPrompt(ctx, { hash, outage: paused?.since }, lockWait, prints);
   const { decision } = claim;
   if (decision.duplicate) return { outcome: "duplicate" };
   const alarm = claim.first ? await alarmLine(ctx) : "";

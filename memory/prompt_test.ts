@@ -22,7 +22,9 @@ import { type JournalLine, scanTurns } from "../kimi/journal/turns.ts";
 import { assertPrintedSafe } from "../tests/support/printed.ts";
 import { runHook } from "./dispatch.ts";
 import { tempDir } from "../tests/support/temp.ts";
+import { secretPrint } from "../lib/redact.ts";
 import {
+  carried,
   duePrompts,
   DUPLICATE_WINDOW_MS,
   keepPrompt,
@@ -292,6 +294,19 @@ Deno.test("plan: a fallback-sent user text is skipped once, for a turn begun aro
     4,
     "no time on the prompt: sent (a duplicate rather than a loss)",
   );
+});
+
+Deno.test("carried: a prompt kept with a learned secret hidden is its journal turn's, once more secrets are learned too", () => {
+  const now = 1_800_000_000_000;
+  const raw = "retry with Tr0ub4dorXq9 once more";
+  const prints = new Set([secretPrint("Tr0ub4dorXq9")]);
+  const kept = keepPrompt(emptyState(), raw, now - 50, { ...opts, prints }).fallbackPrompts;
+  assertEquals(kept.map((p) => p.text), ["retry with [REDACTED] once more"], "kept without the secret");
+  const turns =
+    scanTurns(linesOf(new JournalBuilder({ timeBase: now }).simpleTurn(raw, "ok").toString())).turns;
+  const later = new Set([...prints, secretPrint("Zq8Rt6Wv3Yx1")]);
+  assertEquals(carried(kept, turns, { ...opts, prints: later }), kept);
+  assertEquals(carried(kept, turns, opts), [], "compared without the prints: another text");
 });
 
 Deno.test("prompt fallback: no journal → the prompt reaches the server once; the journal later → nothing twice", async () => {

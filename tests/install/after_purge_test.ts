@@ -79,7 +79,7 @@ async function installedHooks(path: string, fake: FakeOpenViking, more: string[]
     assertEquals(await ours(), before, `nothing of ours made or changed after:\n${said}`);
     assertEquals(fake.requests.length, requests, "no request to the server");
   };
-  return { t, copy, prompt, silent };
+  return { t, copy, hook, prompt, silent };
 }
 
 Deno.test({
@@ -120,5 +120,29 @@ Deno.test({
     await silent(said);
     assertStringIncludes(await prompt(b), "<openviking-context>", "the home still installed recalls");
     await silent(said);
+  },
+});
+
+Deno.test({
+  name: "a record of homes that is a FIFO, or over 1 MiB, blocks no hook: it is not read, and the hooks work",
+  ignore: Deno.build.os === "windows",
+  async fn() {
+    await using dir = await tempDir();
+    await using fake = await FakeOpenViking.start();
+    const { t, hook } = await installedHooks(dir.path, fake);
+    const prompt = (text: string) => hook(t.kimi, "user-prompt-submit", "UserPromptSubmit", { prompt: text });
+    const searches = () => fake.requestsTo("POST /api/v1/search/search").length;
+    const record = `${t.ov}/agent-integrations/kimicode/kimi-homes`;
+    await Deno.remove(record);
+    await new Deno.Command("mkfifo", { args: [record] }).output();
+    assertTrue((await Deno.lstat(record)).isFifo === true, "a FIFO at the record");
+    let asked = searches();
+    await prompt("and the tile encoder?"); // fails on its 30 s bound if the hook opens the FIFO
+    assertEquals(searches(), asked + 1, "a FIFO: the prompt hook recalls");
+    await Deno.remove(record);
+    await Deno.writeTextFile(record, `${"x".repeat(2 << 20)}\n`);
+    asked = searches();
+    await prompt("and the tile decoder?");
+    assertEquals(searches(), asked + 1, "a record over 1 MiB: the prompt hook recalls");
   },
 });

@@ -124,7 +124,7 @@ Deno.test("security: a cloned repository's .openviking/config.json cannot turn r
   );
 });
 
-Deno.test("security: a secret redacted in one capture is redacted where the session's later captures, recall queries and fallback sends repeat it bare", async () => {
+Deno.test("security: a secret redacted in one capture is redacted where the session's later captures, recall queries, kept prompts and fallback sends repeat it bare", async () => {
   await using w = await world();
   await w.say("connect with db_password=Tr0ub4dorXq9 please", "connected with the password you gave");
   await w.hook("stop");
@@ -144,6 +144,11 @@ Deno.test("security: a secret redacted in one capture is redacted where the sess
   await w.run("user-prompt-submit", { prompt: "log in again with Tr0ub4dorXq9 and tell me why it fails" });
   const query = w.fake.requestsTo("POST /api/v1/search/search").at(-1)?.body;
   assertEquals((query as { query?: string })?.query, "log in again with [REDACTED] and tell me why it fails");
+  assertEquals(
+    (await w.promptState()).fallbackPrompts.map((p) => p.text).filter((t) => t.includes("Tr0ub4dorXq9")),
+    [],
+    "the kept prompt on disk holds no learned secret",
+  );
   await Deno.remove(journal); // the kept prompt goes by the fallback, redacted as the capture would
   await w.hook("stop");
   assertEquals(
