@@ -602,7 +602,7 @@ function redactSeen(text: string, seen: ReadonlySet<string>): string {
 }
 
 /** The odd bases of a print's two polynomial hashes modulo 2^32. */
-const BASES = [0x01000193, 0x5bd1e995] as const;
+const [B1, B2] = [0x01000193, 0x5bd1e995];
 /** The most prints a session keeps (the newest). */
 export const MAX_PRINTS = 64;
 const printOf = (length: number, h1: number, h2: number) =>
@@ -611,23 +611,29 @@ const printOf = (length: number, h1: number, h2: number) =>
 export function secretPrint(secret: string): string {
   let [h1, h2] = [0, 0];
   for (let i = 0; i < secret.length; i++) {
-    h1 = (Math.imul(h1, BASES[0]) + secret.charCodeAt(i)) | 0;
-    h2 = (Math.imul(h2, BASES[1]) + secret.charCodeAt(i)) | 0;
+    h1 = (Math.imul(h1, B1) + secret.charCodeAt(i)) | 0;
+    h2 = (Math.imul(h2, B2) + secret.charCodeAt(i)) | 0;
   }
   return printOf(secret.length, h1, h2);
 }
 
+/** `base^n` modulo 2^32. */
+function basePower(base: number, n: number): number {
+  let r = 1;
+  for (let i = 0; i < n; i++) r = Math.imul(r, base);
+  return r;
+}
 /** Each prints set's first hashes by length (of lengths redaction learns), parsed once per set. */
 const parsedPrints = new WeakMap<ReadonlySet<string>, ReadonlyMap<number, ReadonlySet<number>>>();
 function firstHashes(prints: ReadonlySet<string>): ReadonlyMap<number, ReadonlySet<number>> {
   const known = parsedPrints.get(prints);
   if (known) return known;
-  const split = [...prints].map((p) => p.split(":")).filter(([n]) => Number(n) >= MIN_LEARNED);
-  const firsts = new Map(
-    [...Map.groupBy(split, ([n]) => Number(n))].map((
-      [n, ps],
-    ) => [n, new Set(ps.map(([, h]) => parseInt(h, 36) | 0))]),
-  );
+  const firsts = new Map<number, Set<number>>();
+  for (const p of prints) {
+    const [length, h1] = p.split(":");
+    const n = Number(length);
+    if (n >= MIN_LEARNED) firsts.set(n, (firsts.get(n) ?? new Set()).add(Number.parseInt(h1, 36) | 0));
+  }
   parsedPrints.set(prints, firsts);
   return firsts;
 }
@@ -637,12 +643,12 @@ function redactPrinted(text: string, prints: ReadonlySet<string>): string {
   const spans: [number, number][] = [];
   for (const [length, hashes] of firstHashes(prints)) {
     if (length > text.length) continue;
-    const [out1, out2] = BASES.map((b) => Array.from({ length }).reduce((r: number) => Math.imul(r, b), 1));
+    const [out1, out2] = [basePower(B1, length), basePower(B2, length)];
     let [h1, h2] = [0, 0];
     for (let end = 1; end <= text.length; end++) {
       const c = text.charCodeAt(end - 1);
-      h1 = (Math.imul(h1, BASES[0]) + c) | 0;
-      h2 = (Math.imul(h2, BASES[1]) + c) | 0;
+      h1 = (Math.imul(h1, B1) + c) | 0;
+      h2 = (Math.imul(h2, B2) + c) | 0;
       if (end > length) {
         const gone = text.charCodeAt(end - 1 - length);
         h1 = (h1 - Math.imul(gone, out1)) | 0;
