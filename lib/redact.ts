@@ -1,22 +1,16 @@
-/**
- * Redaction before text leaves the machine or lands on disk: `<private>` spans and credentials, each rule linear;
- * and the scrub of everything we show or write (given secrets, every credential shape, secret-named fields).
- */
+/** Redaction of `<private>` spans and credentials (each rule linear), and the scrub of what we show or log. */
 
 import { ESCAPE_SEQUENCE } from "./neutralize.ts";
 
 /** Placeholder that replaces a secret. */
 export const REDACTED = "[REDACTED]";
-
 /** Records a secret a rule found and returns what stands in its place. */
 type Hide = (secret: string) => string;
 const plain: Hide = () => REDACTED;
-
 /** `<private…>…</private>` spans (unclosed: to the end); a `<private` with no `>` after it ends the scan. */
 const PRIVATE = /<private\b[^>]*(?:(>)([\s\S]*?)(?:<\/private\s*>|$)|$)/gi;
-
 /** Removes `<private>…</private>` spans; `hide` is shown each one's content, and each of its lines. */
-function stripPrivate(text: string, hide: Hide = plain): string {
+function stripPrivate(text: string, hide: Hide): string {
   return text.replace(PRIVATE, (m, opened, content: string) => {
     if (!opened) return m;
     const lines = content.split(/\r?\n/);
@@ -25,53 +19,34 @@ function stripPrivate(text: string, hide: Hide = plain): string {
   });
 }
 
-/**
- * PEM, OpenSSH, PKCS#8, encrypted, PGP (`PRIVATE` or PGP 2's `SECRET`) and SSH2 (`---- BEGIN SSH2 … ----`) private
- * key blocks, to their END line (unended: to the end).
- */
-const KEY_BLOCK =
-  /(-----|---- )BEGIN ([A-Z0-9 _-]{0,40}(?:PRIVATE|SECRET) KEY(?: BLOCK)?)( ----|-----)[\s\S]*?(?:\1END \2\3|$)/g;
-
-/** A private key block's END line (its BEGIN line was in another message: {@link KEY_BLOCK} took none). */
+/** A private key block's END line (its BEGIN line was in another message). */
 const KEY_END =
   /-----END [A-Z0-9 _-]{0,40}(?:PRIVATE|SECRET) KEY(?: BLOCK)?-----|---- END SSH2 [A-Z ]{0,20}PRIVATE KEY ----/g;
-/** A character of a key's body line: base64. */
-const KEY_CHAR = /[A-Za-z0-9+/=]/;
 const blank = (c: string | undefined) => c === " " || c === "\t";
-
+/** The length of the break `raw` (or its JSON escape `esc`) ending at `i`, else 0. */
+const breakAt = (text: string, i: number, raw: string, esc: string) =>
+  text.endsWith(raw, i) ? raw.length : text.endsWith(esc, i) ? esc.length : 0;
 /** Where the base64 line ending at the line break before `at` starts (not before `floor`), if it is one. */
 function keyLineBefore(text: string, at: number, floor: number): number | undefined {
-  let end = at;
-  if (text[end - 1] === "\n") end--;
-  else if (text.startsWith("\\n", end - 2)) end -= 2; // escaped in a JSON string
-  else return undefined;
-  if (text[end - 1] === "\r") end--;
-  else if (text.startsWith("\\r", end - 2)) end -= 2;
+  const nl = breakAt(text, at, "\n", "\\n");
+  if (!nl) return undefined;
+  let end = at - nl;
+  end -= breakAt(text, end, "\r", "\\r");
   while (end > floor && blank(text[end - 1])) end--;
   let start = end;
-  while (start > floor && KEY_CHAR.test(text[start - 1])) start--;
+  while (start > floor && /[A-Za-z0-9+/=]/.test(text[start - 1])) start--;
   if (start < end && text[start - 1] === "\\" && text[start] === "n") start++; // after an escaped break
   const body = start < end;
   while (start > floor && blank(text[start - 1])) start--;
-  const opens = start === floor || text[start - 1] === "\n" || text.startsWith("\\n", start - 2);
-  return body && opens ? start : undefined;
+  return body && (start === floor || breakAt(text, start, "\n", "\\n")) ? start : undefined;
 }
 
-/**
- * The second half of a private key pasted in two messages: the base64 lines just before an END line whose BEGIN
- * line is not in the text, and the END line. Each character is looked at once: linear.
- */
+/** The second half of a private key pasted in two messages: the base64 lines before an END line, and it. */
 function redactKeyEnds(text: string, hide: Hide): string {
   let [out, copied] = ["", 0];
   for (const m of text.matchAll(KEY_END)) {
     let start = m.index;
-    for (
-      let line = keyLineBefore(text, start, copied);
-      line !== undefined;
-      line = keyLineBefore(text, line, copied)
-    ) {
-      start = line;
-    }
+    while (keyLineBefore(text, start, copied) !== undefined) start = keyLineBefore(text, start, copied)!;
     if (text.slice(start, m.index).replace(/\s|\\[nr]/g, "").length < 24) continue; // a word, no key
     out += text.slice(copied, start) + hide(text.slice(start, m.index + m[0].length));
     copied = m.index + m[0].length;
@@ -79,12 +54,397 @@ function redactKeyEnds(text: string, hide: Hide): string {
   return out + text.slice(copied);
 }
 
-/** A PuTTY key file's private lines: the base64 lines after `Private-Lines: N` (as is, or in a JSON string). */
-const PUTTY_PRIVATE_LINES =
-  /(Private-Lines:[ \t]*\d+[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*)([A-Za-z0-9+/=]+(?=[ \t]*(?:[\r\n"'`]|\\[rn]|$))(?:[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*[A-Za-z0-9+/=]+(?=[ \t]*(?:[\r\n"'`]|\\[rn]|$)))*)/g;
+const COOKIE_PAIR = /(^|;)([ \t]*[^=;\s]+=)([^;]*)/g;
+/** The cookies' values of a cookie header's `pairs`; of a `Set-Cookie`'s, the first (then attributes). */
+function redactCookies(pairs: string, set: boolean, hide: Hide): string {
+  return pairs.replace(COOKIE_PAIR, (m, sep, name, raw: string, at: number) => {
+    const value = raw.trim();
+    if ((set && at > 0) || !value || NO_SECRET.test(value)) return m;
+    return sep + name + raw.replace(value, () => hide(value));
+  });
+}
 
-/** Credentials known by a shape of their own, named after gitleaks' rules: the whole match is the secret. */
-const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
+/** Whether base64 `b64` decodes to `user:password`: a printable user name, a colon, any password. */
+function userAndPassword(b64: string): boolean {
+  try {
+    return /^[ -9;-~]+:./s.test(atob(b64));
+  } catch {
+    return false;
+  }
+}
+
+/** Where a key that may name a secret is: a secret word in it, the scan's quick first look. */
+const SECRET_HINT = /secret|token|pass|pwd|cred|auth|key|sig|hmac|salt|otp|pin/gi;
+const SECRET_HINT_WORD = new RegExp(SECRET_HINT.source, "i");
+/** A key and its assignment operator, optionally quoted (`KEY=`, `"key": `, `\"key\": `) or subscripted (`env['KEY'] =`). */
+const KEY_AT = /-{0,2}(\\?["']?)([A-Za-z_][\w.-]*)\1\]?([ \t]*)(:=|=>|\?=|=|:)([ \t]*)/y;
+/** An assignment's value: a quoted string on its line, else a run of value characters. */
+const VALUE = /\\"[^"\r\n]*\\"|"[^"\r\n]*"|'[^'\r\n]*'|`[^`\r\n]*`|(?:[^\s"'`,;&\\]|\\(?![nrt]))+/y;
+const OPENING_QUOTE = /^\\?["'`]/;
+/** The rest of a `.env` line; in a JSON string (after a `\n` escape), to the next escape or the string's end. */
+const LINE_REST = /[^\r\n]+/y;
+const ESCAPED_LINE_REST = /(?:[^\r\n\\"]|\\(?![nrt]))+/y;
+/** After a YAML block scalar's `|` or `>`: a comment, blank lines (group 1: a JSON escape), the indent. */
+const BLOCK_START = /(?:[ \t]+#[^\r\n\\]*)?(?:[ \t]*(?:\r?\n|((?:\\r)?\\n)))+[ \t]+/y;
+/** The words of a key name: `AWSSecretAccessKey`, `_authToken`, `DB_PASSWORD`, `x-api-key`. */
+const KEY_WORDS = /[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+/g;
+/**
+ * Key names' words that make it a secret's; last words that make it about one (`TOKEN_URL`); ends of glued ones
+ * (`PGPASSWORD`); words before a last `key` that make it none (`s3_key`); keys a secret only when it looks random.
+ */
+// deno-fmt-ignore: word lists
+const [SECRET_WORDS, ABOUT_SECRET, PLAIN_KEYS, WEAK_KEYS] = [
+  "secret token password passwd pwd pass passphrase credential credentials creds auth apikey accesstoken authtoken secretkey privatekey accesskey sig signature sshpass",
+  "url uri endpoint host path file dir name type mode method header count length len size limit max min enabled required ttl timeout expiry expires format prefix provider version id stdin",
+  "public pub primary foreign sort partition cache hash range row lookup idempotency unique map dict object index composite hot s3 i18n translation group order bucket schema",
+  "key hmac salt otp pin",
+].map((list): ReadonlySet<string> => new Set(list.split(" ")));
+const randomRun = (v: string): boolean =>
+  /^[\w+/=~-]{8,}$/.test(v) && (v.match(/\d(?=[A-Za-z])|[A-Za-z](?=\d)/g) ?? []).length >= 3;
+const GLUED_SECRET_END = /(?:password|passwd|passphrase|secret|token|apikey|secretkey|accesskey|privatekey)$/;
+/** Whether a key name says its value is a secret: a secret word in it, or `…_key` of a secret kind. */
+function secretName(key: string): boolean {
+  const words = (key.match(KEY_WORDS) ?? []).map((w) => w.toLowerCase());
+  const last = words.at(-1) ?? "";
+  if (ABOUT_SECRET.has(last)) return false;
+  if (last === "key" || last === "keys") return words.length > 1 && !PLAIN_KEYS.has(words.at(-2)!);
+  return words.some((w) => SECRET_WORDS.has(w) || GLUED_SECRET_END.test(w));
+}
+
+/** Values that hold no secret: a redaction already made, a placeholder or variable, a number, a keyword. */
+const NO_SECRET =
+  /^(?:\[REDACTED\].*|\*+|[$%].*|\{\{.*|<[^>]*>|\d[\d._]*|true|false|null|none|nil|undefined|yes|no|on|off)$/i;
+/** Unquoted values that are code: a call, an index or a block, a member path, a URL, an operator. */
+const CODE = /[()[\]{}]|^[=<>!&|?]|^[A-Za-z_$][\w$]*(?:\??\.[A-Za-z_$][\w$]*)+;?$|^[a-z][a-z0-9+.-]*:\/\//i;
+/** Whether an assignment's value is a secret: quoted, literal, or unquoted more than prose; a weak key's: random. */
+function secretValue(raw: string, literal: boolean, weak = false): boolean {
+  const quote = OPENING_QUOTE.exec(raw)?.[0] ?? "";
+  const v = quote ? raw.slice(quote.length, -quote.length).trim() : raw.trimEnd();
+  if (!v || NO_SECRET.test(v)) return false;
+  if (weak) return randomRun(v);
+  if (quote) return true;
+  return !CODE.test(v) &&
+    (literal || (/\p{N}/u.test(v) && /\p{L}/u.test(v)) || /[^\p{L}\p{N}_.-]/u.test(v) || v.length >= 16);
+}
+
+const keyChar = (text: string, i: number): boolean => /[\w.-]/.test(text[i] ?? "");
+const stickyAt = (re: RegExp, text: string, at: number) => Object.assign(re, { lastIndex: at }).exec(text);
+/** Whether only blanks (and `export`) precede `at` on its line: "line", "escaped" (after `\n` of JSON), or "". */
+function lineStart(text: string, at: number): "line" | "escaped" | "" {
+  const blanksBefore = (i: number) => {
+    while (i > 0 && blank(text[i - 1])) i--;
+    return i;
+  };
+  let i = blanksBefore(at);
+  if (i < at && text.endsWith("export", i)) i = blanksBefore(i - 6);
+  if (i === 0 || text[i - 1] === "\n" || text[i - 1] === "\r") return "line";
+  return text[i - 2] === "\\" && /[nr]/.test(text[i - 1]) ? "escaped" : "";
+}
+
+/** Replaces the values of assignments whose key names a secret; one scan from secret word to secret word. */
+function redactAssignments(text: string, hide: Hide): string {
+  let [out, copied] = ["", 0];
+  SECRET_HINT.lastIndex = 0;
+  for (let hint = SECRET_HINT.exec(text); hint; hint = SECRET_HINT.exec(text)) {
+    let start = hint.index;
+    while (start > 0 && keyChar(text, start - 1)) start--;
+    if (start < hint.index && text[start - 1] === "\\" && /[nrt]/.test(text[start])) start++; // after `\n`
+    let keyEnd = hint.index + hint[0].length;
+    while (keyEnd < text.length && keyChar(text, keyEnd)) keyEnd++;
+    SECRET_HINT.lastIndex = keyEnd;
+    const quoted = start > 0 && (text[start - 1] === '"' || text[start - 1] === "'");
+    const m = (quoted && text[start - 2] === "\\" ? stickyAt(KEY_AT, text, start - 2) : null) ??
+      (quoted ? stickyAt(KEY_AT, text, start - 1) : null) ?? stickyAt(KEY_AT, text, start);
+    const weak = m !== null && WEAK_KEYS.has(m[2].toLowerCase());
+    if (!m || !(weak || secretName(m[2]))) continue;
+    const [head, , key, before, op, after] = m;
+    const end = m.index + head.length;
+    const line = op === "=" && !OPENING_QUOTE.test(text.slice(end, end + 2)) ? lineStart(text, m.index) : "";
+    const rest = line === "line" ? LINE_REST : line === "escaped" ? ESCAPED_LINE_REST : VALUE;
+    let [at, value] = [end, (stickyAt(rest, text, end)?.[0] ?? "").trimEnd()];
+    const scalar = /^[|>](?:[1-9][+-]?|[+-][1-9]?)?$/.test(value); // a block scalar, else a plain one below
+    const block = op === ":" && (scalar || value === "" || value.startsWith("#"))
+      ? stickyAt(BLOCK_START, text, scalar ? end + value.length : end - after.length)
+      : null;
+    if (block) { // the block's first line is the value; a plain scalar's is one word, not a key or list item
+      at = block.index + block[0].length;
+      value = (stickyAt(block[1] ? ESCAPED_LINE_REST : LINE_REST, text, at)?.[0] ?? "").trimEnd();
+      if (!scalar && /\s|^[\w.-]+:(?!\S)/.test(value)) value = "";
+    }
+    const next = text.slice(at + value.length, at + value.length + 2);
+    const prefix = OPENING_QUOTE.test(next) && /^[A-Za-z]{1,2}$/.test(value); // a string's prefix: f"…", rb'…'
+    const literal = (block !== null && scalar) ||
+      (op === "=" && ((!before && !after) || (line !== "" && !/[a-z]/.test(key))));
+    let redacted = value !== "" && !prefix && secretValue(value, literal, weak);
+    if (!redacted && line !== "" && !block) { // the line's first word, when a note or a comment follows it
+      const word = stickyAt(VALUE, text, at)?.[0] ?? "";
+      if (word !== value && secretValue(word, literal, weak)) [value, redacted] = [word, true];
+    }
+    if (redacted) {
+      out += text.slice(copied, at) + hide(value);
+      copied = at + value.length;
+    }
+    if (redacted || line === "") SECRET_HINT.lastIndex = Math.max(keyEnd, at + value.length);
+  }
+  return out + text.slice(copied);
+}
+
+/** `re` that may also start right after a `\n`, `\r` or `\t` escape of pasted JSON. */
+function orAfterEscape(re: RegExp): RegExp {
+  return new RegExp(re.source.replace(/^(\\b|\(\?<![^)]*\))/, String.raw`(?:$1|(?<=\\[nrt]))`), re.flags);
+}
+
+/** An AWS key id, or what a typo left of one: the anchor of a bare secret beside it. */
+const AWS_KEY_ID = orAfterEscape(/\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{12,24}\b/g);
+/** A base64(url) run of 24 or more; lines wrapped at 76 (`base64`) or 64 (PEM) are one run, also as `\n` escapes. */
+const BASE64_RUN = orAfterEscape(
+  /(?<![\w+/\\-])(?:(?:[\w+/-]{64}(?:[\w+/-]{12})?(?:\r?\n|(?:\\r)?\\n)(?=[\w+/-]))+[\w+/-]+|[\w+/-]{24,})={0,2}(?![\w+/=-])/g,
+);
+
+/** A bare AWS secret access key: a mixed-case base64 run with a digit, 40 or more, within 200 of an AWS key id. */
+function redactAwsSecrets(text: string, hide: Hide): string {
+  const ids = [...text.matchAll(AWS_KEY_ID)].map((m) => m.index);
+  if (!ids.length) return text;
+  let i = 0;
+  return text.replace(BASE64_RUN, (run: string, at: number) => {
+    if (run.length < 40) return run;
+    while (i + 1 < ids.length && ids[i + 1] <= at) i++;
+    const near = [ids[i], ids[i + 1]].some((id) => id !== undefined && Math.abs(id - at) <= 200);
+    return near && /[a-z]/.test(run) && /[A-Z]/.test(run) && /\d/.test(run) && !/[-_]/.test(run)
+      ? hide(run)
+      : run;
+  });
+}
+
+/** The UTF-8 text base64 or base64url `b64` (blanks aside) decodes to, or undefined. */
+export function base64Text(b64: string): string | undefined {
+  try {
+    const standard = b64.replace(/\s+|[-_]/g, (c) => c === "-" ? "+" : c === "_" ? "/" : "");
+    return UTF8.decode(Uint8Array.fromBase64(standard));
+  } catch {
+    return undefined;
+  }
+}
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+/** A credential wrapped in base64: a run whose decoded text (UTF-8, no control characters) a rule finds one in. */
+function redactBase64(text: string, hide: Hide): string {
+  return text.replace(BASE64_RUN, (run: string) => {
+    const decoded = base64Text(run.replace(/\\[nr]/g, ""));
+    const found = decoded !== undefined && !/[^\P{Cc}\t\n\r]/u.test(decoded) &&
+      Object.entries(CREDENTIAL_RULES).some(([name, rule]) =>
+        name !== "invisible-characters" && rule(decoded) !== decoded
+      );
+    return found ? hide(run) : run;
+  });
+}
+
+/** A secret's names in prose by language, the words that tie a qualifier to it (`das Passwort für…`), and "is". */
+const PROSE_SECRETS: readonly [name: RegExp, of: RegExp, is: RegExp | null][] = [
+  [/secret|password|passwd|passphrase|passcode|token|api[ _-]?key/, /for|of/, /is|was/],
+  [/passwort|kennwort/, /für|von|der|des/, /ist|lautet|war/],
+  [/contraseña/, /de|del|para/, /es|era/],
+  [/mot[ \t]+de[ \t]+passe|jeton/, /de|du|pour/, /est|était/],
+  [/senha/, /de|do|da|para/, /é|era/],
+  [/пароль|токен|ключ(?:[ \t]+API)?/, /от|для/, null],
+];
+/** An unquoted value a sentence gives a secret's name (a plain word is not it: up to three of them qualify). */
+const SECRET_IN_PROSE_UNQUOTED = new RegExp(
+  String.raw`(?<![\p{L}\p{N}_])((?:${
+    PROSE_SECRETS.map(([name, of, is]) => {
+      const verb = is ? String.raw`[ \t]+(?:${is.source})` : "";
+      const qualifier = String.raw`[ \t]+(?:${of.source})(?:[ \t]+[^\s\\]+){1,3}?`;
+      return `(?:${name.source})(?:${qualifier}(?:${verb}|(?=[ \t]*:))|(?:${verb})?)`;
+    }).join("|")
+  })(?:[ \t]*[:=—–-])?[ \t]+)(?![\p{L}_.-]{1,15}[.,;:!?)]*(?![^\s"'\x60\\]))([^\s"'\x60\\]{4,200})`,
+  "giu",
+);
+
+/**
+ * Commands and their option that gives a password, and what may follow it: blanks or `=`; MySQL's and 7-Zip's `-p`
+ * only glued; `smbclient -U user%password`; `htpasswd -b`'s third argument; `echo password | … --password-stdin`.
+ */
+// deno-fmt-ignore: one command a line
+const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp, after?: RegExp][] = [
+  [/mysql|mariadb|mysqldump|mysqladmin|mariadb-dump/, /-p/],
+  [/sshpass/, /-p(?:[ \t]+|=)?/],
+  [/(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry|az)[ \t]+login/, /(?:-p|--password)(?:[ \t]+|=)/],
+  [/redis-cli/, /(?:-a|--pass)(?:[ \t]+|=)/],
+  [/(?:un)?zip/, /(?:-P|--password)(?:[ \t]+|=)/],
+  [/ssh-keygen/, /-[NP](?:[ \t]+|=)/],
+  [/smbclient/, /(?:-U|--user)(?:[ \t]+|=)?["']?[^\s"'%]+%/],
+  [/7z[az]?/, /-p/],
+  [/openssl/, /-k(?:[ \t]+|=)/],
+  [/keytool/, /-(?:src|dest)?(?:storepass|keypass)(?:[ \t]+|=)/],
+  [/mongo(?:sh)?/, /(?:-p|--password)(?:[ \t]+|=)/],
+  [/sqlcmd/, /-P(?:[ \t]+|=)/],
+  [/ldap(?:search|add|modify|delete|passwd|whoami)/, /-w(?:[ \t]+|=)/],
+  [/htpasswd/, /-(?![A-Za-z]*n)[A-Za-z]*b[A-Za-z]*[ \t]+(?:-\w+[ \t]+)*(?!-)\S+[ \t]+\S+[ \t]+/],
+  [/htpasswd/, /-(?=[A-Za-z]*n)[A-Za-z]*b[A-Za-z]*[ \t]+(?:-\w+[ \t]+)*(?!-)\S+[ \t]+/], // -n: no file
+  [/cf/, /auth[ \t]+(?!-)\S+[ \t]+/],
+  [/echo|printf/, /(?:)/, /[ \t]*\|[^\r\n;&]{0,200}?[ \t](?:--password-stdin\b|sudo(?:[ \t]+-\w+)*?[ \t]+-[A-Za-z]*S\b|chpasswd\b)/],
+];
+/** A password a command's option gives: quoted, or up to a blank, quote, escape or pipe. */
+const OPTION_VALUE = String.raw`'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'\x60\\|]+`;
+const PASSWORD_OPTION = new RegExp(
+  String.raw`\b((?:${
+    PASSWORD_OPTIONS.map(([c, o, after]) =>
+      String.raw`(?:${c.source})\b[^\r\n|;&]{0,200}?[ \t](?:${o.source})` +
+      (after ? `(?=(?:${OPTION_VALUE})${after.source})` : "")
+    ).join("|")
+  }))(${OPTION_VALUE})`,
+  "g",
+);
+
+/** XML's named values (as YAML's): an element's text or CDATA, a plist's `<key>` and `<string>`, `key=…value=`. */
+const XML_SECRETS: readonly RegExp[] = [
+  /(?<head><(?<tag>(?:[\w.-]+:)?(?<name>[\w.-]+))(?:[ \t][^<>\r\n]*)?>)(?<value>[^<\r\n]+)<\/\k<tag>>/g,
+  /(?<head><(?<tag>(?:[\w.-]+:)?(?<name>[\w.-]+))(?:[ \t][^<>\r\n]*)?><!\[CDATA\[)(?<value>(?:[^\]<\r\n]|\](?!\]>)|<(?!!\[CDATA\[))*)\]\]><\/\k<tag>>/g,
+  /(?<head><key>(?<name>[\w.-]+)<\/key>\s*<string>)(?<value>[^<\r\n]+)<\/string>/g,
+  /(?<head>[ \t](?:key|name)=(?<q>["'])(?<name>[\w.:-]+)\k<q>[ \t]+value=(?<q2>["']))(?<value>[^"'\r\n]*)\k<q2>/g,
+];
+/** Format and default-ignorable characters (variation selectors, Hangul fillers…) between printable ASCII. */
+const INVISIBLE_IN_ASCII = /(?<=[!-~])[\p{Cf}\p{DI}]+(?=[!-~])/gu;
+/**
+ * Letters of other scripts a reader takes for Latin ones (Unicode's confusables of ASCII letters and digits among
+ * Cyrillic, Greek and Armenian, and Latin's own without a decomposition): `pаssword` with a Cyrillic `а`.
+ */
+const LOOKALIKES: Readonly<Record<string, string>> = Object.fromEntries(
+  ("а a е e һ h і i ј j к k о o р p с c ѕ s у y х x ԁ d ԛ q ԝ w ӏ l ү y ѵ v " +
+    "А A В B Е E З 3 К K М M Н H О O Р P С C Т T Х X Ѕ S І I Ј J Ү Y Ԛ Q Ԝ W Ӏ I Ѵ V " +
+    "α a β B γ y ι i κ k ν v ο o ρ p τ t υ u χ x ϲ c ϳ j ω w " +
+    "Α A Β B Ε E Ζ Z Η H Ι I Κ K Μ M Ν N Ο O Ρ P Τ T Υ Y Χ X Ϲ C Ϳ J " +
+    "օ o ս u հ h ո n ց g զ q ı i ȷ j ɑ a ɡ g ɩ i ɪ I ʀ R ʏ Y ᴀ A ᴄ C ᴅ D ᴇ E ᴋ K ᴍ M ᴏ O ᴘ P ᴛ T ᴜ U ᴠ V ᴡ W ᴢ Z")
+    .match(/\S \S/gu)!.map((pair) => [pair[0], pair[2]]),
+);
+/** ASCII a JSON `\u` escape may stand for inside a token or a key (a quote, blank or separator would end one). */
+const ESCAPED_WORD_CHAR = /^[\w.:=+/@~-]$/;
+/**
+ * What can hide a token: an escape sequence (also `\u001b[…` in JSON); a JSON `\u` escape (a pair for a surrogate
+ * pair; more backslashes when escaped again); marks and invisible characters (dropped after ASCII); a character whose
+ * compatibility form folds to ASCII (Latin, Greek, Common, U+FB29), a {@link LOOKALIKES} letter; {@link MASK}.
+ */
+const DISGUISE = new RegExp(
+  String
+    .raw`${ESCAPE_SEQUENCE.source}|\\u001[bB]\[[0-?]*[ -/]*[@-~]|(?<json>\\+u[dD][89abAB][\da-fA-F]{2}\\+u[dD][c-fC-F][\da-fA-F]{2}|\\+u[\da-fA-F]{4})|[\p{M}\p{Cf}\p{DI}]+|(?![\0-\x7f])[\p{sc=Latn}\p{sc=Zyyy}\p{sc=Grek}\ufb29\ue000${
+    Object.keys(LOOKALIKES).join("")
+  }]`,
+  "gu",
+);
+/** The printable ASCII a character reads as: its NFKC form, its {@link LOOKALIKES} letter, or its unaccented letter. */
+const asciiFolds = new Map<string, string>();
+function asciiFold(c: string): string {
+  const known = asciiFolds.get(c);
+  if (known !== undefined) return known;
+  const n = c.normalize("NFKC"), bare = c.normalize("NFD").replace(/\p{M}+/gu, "");
+  const folded = n !== c && /^[ -~]+$/.test(n)
+    ? n
+    : LOOKALIKES[c] ?? (bare !== c && /^[A-Za-z]$/.test(bare) ? bare : "");
+  if (asciiFolds.size < 1 << 16) asciiFolds.set(c, folded);
+  return folded;
+}
+/** The character a JSON `\u` escape (or a pair) stands for, any backslashes before each `u` dropped. */
+const unescaped = (escape: string): string =>
+  String.fromCharCode(...escape.split(/\\+u/).slice(1).map((h) => Number.parseInt(h, 16)));
+
+/** What {@link redactDisguised}'s rules hide a secret with: as long as the secret, so offsets hold. */
+const MASK = "\ue000";
+const mask: Hide = (secret) => MASK.repeat(secret.length);
+/** A piece of a folded text: at `f` in it, from `o` in the text, `ol` long; `copy`: the same characters. */
+type Piece = { f: number; o: number; ol: number; copy: boolean };
+/** `text` as the rules would read it undisguised, and its pieces; undefined when nothing folds. */
+function folded(text: string): { text: string; pieces: Piece[] } | undefined {
+  const pieces: Piece[] = [];
+  let [out, copied, changed, asciiEnd] = ["", 0, false, -1]; // asciiEnd: where the last ASCII (or fold) ended
+  const put = (s: string, o: number, ol: number, copy: boolean) => {
+    pieces.push({ f: out.length, o, ol, copy });
+    out += s;
+  };
+  for (const { 0: c, index: at, groups } of text.matchAll(DISGUISE)) {
+    if (at > copied) put(text.slice(copied, at), copied, at - copied, true);
+    if (at > copied && /[!-~]/.test(text[at - 1])) asciiEnd = at;
+    copied = at + c.length;
+    const json = groups?.json !== undefined, read = json ? unescaped(c) : c;
+    const escape = !json && c.charCodeAt(0) < 0xa0;
+    const invisible = !escape && /^[\p{M}\p{Cf}\p{DI}]/u.test(read);
+    const word = json && ESCAPED_WORD_CHAR.test(read);
+    const fold = escape || invisible ? "" : c === MASK ? "\ufffd" : word ? read : asciiFold(read);
+    if (escape || (invisible && asciiEnd === at)) { // dropped
+      changed = true;
+      if (invisible) asciiEnd = copied;
+    } else if (fold && c !== MASK) {
+      put(fold, at, c.length, false);
+      [changed, asciiEnd] = [true, copied];
+    } else put(fold || c, at, c.length, true);
+  }
+  if (!changed) return undefined;
+  if (copied < text.length) put(text.slice(copied), copied, text.length - copied, true);
+  return { text: out, pieces };
+}
+
+/** Where in the text the character at `k` of a folded text starts and ends (`pieces` in order; binary search). */
+function origin(pieces: readonly Piece[], k: number): [number, number] {
+  let [lo, hi] = [0, pieces.length - 1];
+  while (lo < hi) { // the last piece starting at or before k (none is empty)
+    const mid = (lo + hi + 1) >> 1;
+    if (pieces[mid].f <= k) lo = mid;
+    else hi = mid - 1;
+  }
+  const p = pieces[lo];
+  return p.copy ? [p.o + k - p.f, p.o + k - p.f + 1] : [p.o, p.o + p.ol];
+}
+
+/**
+ * Credentials disguised (fullwidth `ｇｈｐ＿…`, a mark or an escape sequence inside): the other rules read the
+ * {@link folded} text, and each span they hide there is hidden in `text`, with what was dropped right after it.
+ */
+function redactDisguised(text: string, hide: Hide): string {
+  const f = folded(text);
+  if (!f) return text;
+  const read = Object.entries(CREDENTIAL_RULES).reduce(
+    (out, [name, rule]) => name === "invisible-characters" || name === "disguised" ? out : rule(out, mask),
+    f.text,
+  );
+  if (read === f.text) return text;
+  if (read.length !== f.text.length) return read.replaceAll(/\ue000+/g, REDACTED); // no offsets: the folded text
+  let [out, copied] = ["", 0];
+  for (let k = read.indexOf(MASK); k >= 0; k = read.indexOf(MASK, k)) {
+    let end = k;
+    while (read[end] === MASK) end++;
+    const start = Math.max(origin(f.pieces, k)[0], copied);
+    const stop = Math.max(
+      origin(f.pieces, end - 1)[1],
+      end < read.length ? origin(f.pieces, end)[0] : text.length,
+    );
+    if (stop > start) out += text.slice(copied, start) + hide(text.slice(start, stop));
+    copied = Math.max(copied, stop);
+    k = end;
+  }
+  return out + text.slice(copied);
+}
+
+/** A rule: `text` with the secrets it finds replaced by what `hide` returns for each. */
+type Rule = (text: string, hide?: Hide) => string;
+/** The secret of a raw value: the value itself, or undefined when `raw` holds none. */
+type Pick = (raw: string) => string | undefined;
+/** A value {@link secretValue} takes (`literal`), after its sentence punctuation (kept when quoted whole). */
+const valued = (literal: boolean, quotedWhole = false): Pick => (raw) => {
+  const value = literal || (quotedWhole && /^["']/.test(raw)) ? raw : raw.replace(/[.,;:!?)]+$/, "");
+  return secretValue(value, literal) ? value : undefined;
+};
+
+/**
+ * The rules in the order they run (tests/support/credentials.ts has a sample of each): a shape whose match is the
+ * secret (named after gitleaks'); one whose group 1 is kept, group 2 the value its pick (else all) takes; or code.
+ */
+// deno-fmt-ignore: one rule a line, a table
+const RULES: Readonly<Record<string, RegExp | [RegExp, Pick?] | Rule>> = {
+  "invisible-characters": (text) => text.replace(INVISIBLE_IN_ASCII, ""),
+  disguised: (text, hide = plain) => redactDisguised(text, hide),
+  "private-key": /(-----|---- )BEGIN ([A-Z0-9 _-]{0,40}(?:PRIVATE|SECRET) KEY(?: BLOCK)?)( ----|-----)[\s\S]*?(?:\1END \2\3|$)/g, // PEM, OpenSSH, PKCS#8, encrypted, PGP (PRIVATE or PGP 2's SECRET), SSH2 key blocks, to their END line (or the end).
+  "private-key-end": (text, hide = plain) => redactKeyEnds(text, hide),
+  "putty-private-key": [/(Private-Lines:[ \t]*\d+[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*)([A-Za-z0-9+/=]+(?=[ \t]*(?:[\r\n"'`]|\\[rn]|$))(?:[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*[A-Za-z0-9+/=]+(?=[ \t]*(?:[\r\n"'`]|\\[rn]|$)))*)/g], // A PuTTY key file's private lines: the base64 lines after `Private-Lines: N` (as is, or in a JSON string).
+  "aws-secret-access-key": (text, hide = plain) => redactAwsSecrets(text, hide),
+  "base64-wrapped": (text, hide = plain) => redactBase64(text, hide),
   "ai-api-key": /\b(?:sk-[\w-]{16,}|pplx-[A-Za-z0-9]{40,}|gsk_[A-Za-z0-9]{40,}|xai-[A-Za-z0-9]{32,})/g,
   "aws-access-token": /\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b/g,
   "aws-amazon-bedrock-api-key": /\bABSK[A-Za-z0-9+/]{100,}/g,
@@ -127,8 +487,7 @@ const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
   "mailgun-private-api-token": /\bkey-[a-f0-9]{32}\b/g,
   "alibaba-access-key-id": /\bLTAI[A-Za-z0-9]{20}\b/g,
   "cloud-access-key-id": /\b(?:AKID[A-Za-z0-9]{32}|AKLT[\w-]{40,})/g,
-  // The user id in base64: each 4 characters of ASCII digits open with M, N or O, then D, T, j or z.
-  "discord-bot-token": /(?<![\w-])(?:[MNO][DTjz][\w-]{2}){5,6}[\w-]{0,3}\.[\w-]{6}\.[\w-]{27,40}(?![\w-])/g,
+  "discord-bot-token": /(?<![\w-])(?:[MNO][DTjz][\w-]{2}){5,6}[\w-]{0,3}\.[\w-]{6}\.[\w-]{27,40}(?![\w-])/g, // The user id in base64: each 4 characters of ASCII digits open with M, N or O, then D, T, j or z.
   "tailscale-key": /\btskey-[a-z]+-[A-Za-z0-9]+CNTRL-[A-Za-z0-9]{20,}/g,
   "supabase-token": /\b(?:sbp_[a-f0-9]{40}\b|sb_secret_[\w-]{20,})/g,
   "notion-token": /\b(?:ntn_[A-Za-z0-9]{40,}|secret_(?=[A-Za-z]*\d)[A-Za-z0-9]{43}\b)/g,
@@ -152,691 +511,62 @@ const TOKEN_SHAPES: Readonly<Record<string, RegExp>> = {
   "resend-api-key": /\bre_(?=\w*\d)[A-Za-z0-9]{8}_[A-Za-z0-9]{24}\b/g,
   "cloudflare-origin-ca-key": /\bv1\.0-[a-f0-9]{24}-[a-f0-9]{146}\b/g,
   "braintree-access-token": /\baccess_token\$production\$[a-z0-9]{16}\$[a-f0-9]{32}/g,
+  "url-userinfo": [/(?<=[a-z0-9+.-])(:\/\/[^\s/?#@:"'<>]*:)([^\s/?#"'<>]+)(?=@)/gi], // A URL's `user:password@` (to the last `@` before the path: a password may hold one); a token as its user.
+  "url-token-user": /(?<=[a-z0-9+.-]:\/\/)(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{32,}(?=@)/gi,
+  authorization: [/\b((?:proxy-)?authorization["'`]?[ \t]*[:=][ \t]*["'`]?(?:(?:basic|bearer|token|digest|negotiate|ntlm|ssws)[ \t]+)?)(?!(?:basic|bearer|token|digest|negotiate|ntlm|ssws)\b(?!=)|[$%{<[])([\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*)(?:[ \t]*,[ \t]*[\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*))*|[^\s"'`,;]+)/gi], // An Authorization header's credentials after its scheme word: a token, or all its `name="value"` parameters.
+  cookie: (text, hide = plain) => text.replace(COOKIE, (_m, head, set, pairs) => head + redactCookies(pairs, set !== undefined, hide)), // A `Cookie` or `Set-Cookie` header (or its JSON member): its `name=value` pairs, to the line's or string's end.
+  bearer: (text, hide = plain) => text.replace(/\b(Bearer|SSWS)([ \t]+)((?=[\w.~+/=-]*\d)[\w.~+/=-]{8,})/gi, (_m, word, gap, token) => word + gap + hide(token)), // A bearer (or Okta's SSWS) token anywhere, with a digit (`Bearer authentication` is a phrase).
+  basic: (text, hide = plain) => text.replace(/\b(Basic[ \t]+)([A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])/gi, (m, head, b64: string) => userAndPassword(b64) ? head + hide(b64) : m), // `Basic` credentials without their header: base64 that decodes to `user:password`.
+  "user-option": [/(?<![\w-])((?:--user|-u)(?:[ \t]+|=)["']?(?![$%{<[])[^\s"':]*:["']?)(?!\d+(?:[\s"']|$)|[$%{<[]|\/\/)([^\s"']+)/g], // The password of curl's `-u user:password` (not a number, a variable, a placeholder or a URL's `//`).
+  "secret-in-prose": (text, hide = plain) => text.replace(/\b((?:secret|password|passwd|passphrase|passcode|token|api[ _-]?key|credentials?)[ \t]+(?:is|was)[ \t]+)(\\?)(["'`])([^\s"'`\\]{4,200})\2\3/gi, (m, head, e, q, value) => NO_SECRET.test(value) ? m : head + e + q + hide(value) + e + q), // A quoted value a sentence says is a secret: `the secret is "…"`.
+  "secret-in-prose-unquoted": [SECRET_IN_PROSE_UNQUOTED, valued(false)],
+  "secret-label": [/(?<![A-Za-z0-9_\u0400-\u04ff])((?:(?:password|passwd|passphrase|passcode|secret|token|api[ _-]?key)[ \t]*(?:[：＝]|是|为|為)|(?:API[ \t]*(?:キー|키)|(?:API[ \t]*)?(?:密码|密碼|口令|密钥|密鑰|秘钥|私钥|私鑰|令牌|パスワード|トークン|秘密鍵|비밀번호|토큰))[ \t\u3000]*(?:[:：=＝]|是|为|為|は|が|는|은|가|(?<=[ \t\u3000]))|пароль[ \t]*[:：=＝])[ \t\u3000]*)("[^"\r\n]{1,200}"|'[^'\r\n]{1,200}'|(?:(?!["'`\\])[!-~]){4,200})/giu, valued(false, true)], // A value after a fullwidth `：`/`＝` (or a CJK "is") of an English secret word, or a CJK secret name and `:`, "is" or a blank.
+  "password-option": [PASSWORD_OPTION, valued(true)],
+  pgpass: [/(?<![^\r\n"'])([\w.*-]+:(?:\d+|\*):[^\s:"'\\]+:[^\s:"'\\]+:)([^\s:"'\\]+)(?=[ \t]*(?:[\r\n"]|\\[rn]|$))/g, valued(true)], // A `.pgpass` line, `host:port:database:user:password` (or a string of it): the last field, ending it.
+  "oracle-logon": [/\b((?:jdbc:oracle:(?:thin|oci):|(?:sqlplus|sqlldr|expdp|impdp|rman)(?:[ \t]+-\w+)*[ \t]+)[^\s/@:"']+\/)([^\s/@"'\\]+)(?=@)/gi], // Oracle's `user/password@` (a JDBC thin or OCI URL, `sqlplus`'s logon): the password.
+  "go-sql-dsn": [/(?<![\w.-])([\w.-]+:)([^\s@:"'\\]+)(?=@(?:tcp6?|udp|unix)\()/g], // A Go SQL driver's DSN, `user:password@tcp(host)/db` (or `unix(…)`, `udp(…)`): the password.
+  "vault-init-key": [/\b((?:Unseal|Recovery)[ \t]+Key[ \t]+\d+:[ \t]*)([A-Za-z0-9+/]{20,}={0,2})/g], // What `vault operator init` prints: `Unseal Key 1: …`, `Recovery Key 1: …`.
+  "secret-option": (text, hide = plain) => text.replace(SECRET_OPTION, (m, head: string, name: string, value: string) => secretName(name) && secretValue(value, false) ? head + hide(value) : m), // A secret-named command-line option and the value after a blank (`--secret-key …`, `-auth user:…`).
+  "named-value": (text, hide = plain) => text.replace(NAMED_VALUE, (m, name: string, gap: string, value: string) => secretName(name) && randomRun(value) ? name + gap + hide(value) : m), // A key-like name, a blank, a generated-looking value: a table's row or a config command's pair.
+  "here-string": (text, hide = plain) => text.replace(HERE_STRING, (m, value: string, at: number) => { // bash's `<<< …`: a command's input that names a secret before it
+    const command = text.slice(Math.max(0, at - 200), at).split(/\\n|[\n;|&"]/).at(-1)!; // since the line's or the command's start
+    return SECRET_HINT_WORD.test(command) && secretValue(value, true) ? m.slice(0, -value.length) + hide(value) : m;
+  }),
+  "curl-cookie": (text, hide = plain) => text.replace(CURL_COOKIE, (_m, head, _q, pairs) => head + redactCookies(pairs, false, hide)), // curl's `-b`/`--cookie` with `name=value` pairs (not a cookie file), quoted or not.
+  "config-set": (text, hide = plain) => text.replace(CONFIG_SET, (m, head, gh, _q, name, value) => (gh || secretName(name)) && secretValue(value, true) ? head + hide(value) : m), // A command that sets a named value (fish's `set -x` too; `gh secret set`, whose every value is a secret).
+  "quoted-argument": (text, hide = plain) => QUOTED_ARGUMENTS.reduce((out, re) => out.replace(re, (m, name: string, q: string, value: string) => // `Setenv("DB_PASSWORD", "…")`, `setPassword("…")`
+    secretName(name) && secretValue(value, false) ? m.slice(0, m.length - value.length - q.length) + hide(value) + q : m), text),
+  "xml-element": (text, hide = plain) => XML_SECRETS.reduce((out, re) => out.replace(re, (m, ...args) => {
+    const { head, name, value } = args.at(-1) as Record<string, string>, v = value.trim();
+    return secretName(name) && secretValue(v, false) ? head + value.replace(v, () => hide(v)) + m.slice(head.length + value.length) : m;
+  }), text),
+  assignment: (text, hide = plain) => redactAssignments(text, hide),
 };
-
-/** The password of a URL's `user:password@` (up to the last `@` before the path: a password may hold one). */
-const URL_USERINFO = /(?<=[a-z0-9+.-])(:\/\/[^\s/?#@:"'<>]*:)([^\s/?#"'<>]+)(?=@)/gi;
-/** A token as a URL's user, no password (`https://<PAT>@dev.azure.com/…`): 32 or more, letters and digits. */
-const URL_TOKEN_USER = /(?<=[a-z0-9+.-]:\/\/)(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{32,}(?=@)/gi;
-
-/**
- * An `Authorization` header's credentials, after the scheme word (`Basic`, `Bearer`, `token`…): a token, or
- * all of its `name="value"` parameters (`Token token="…"`, Digest's `response="…"`).
- */
-const AUTHORIZATION = orAfterEscape(
-  /\b((?:proxy-)?authorization["'`]?[ \t]*[:=][ \t]*["'`]?(?:(?:basic|bearer|token|digest|negotiate|ntlm|ssws)[ \t]+)?)(?!(?:basic|bearer|token|digest|negotiate|ntlm|ssws)\b(?!=)|[$%{<[])([\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*)(?:[ \t]*,[ \t]*[\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*))*|[^\s"'`,;]+)/gi,
-);
-
-/** A `Cookie` or `Set-Cookie` header (or its JSON member): its `name=value` pairs, to the line's or string's end. */
-const COOKIE = orAfterEscape(/\b((set-)?cookie\\?["'`]?[ \t]*:[ \t]*\\?["'`]?)([^\r\n"'`\\]+)/gi);
-/** A cookie's `name=` and value, after the start or a `;`. */
-const COOKIE_PAIR = /(^|;)([ \t]*[^=;\s]+=)([^;]*)/g;
-
-/** The cookies' values of a cookie header's `pairs`; of a `Set-Cookie`'s, the first (then attributes). */
-function redactCookies(pairs: string, set: boolean, hide: Hide): string {
-  return pairs.replace(COOKIE_PAIR, (m, sep, name, raw: string, at: number) => {
-    const value = raw.trim();
-    if ((set && at > 0) || !value || NO_SECRET.test(value)) return m;
-    return sep + name + raw.slice(0, raw.indexOf(value)) + hide(value) +
-      raw.slice(raw.indexOf(value) + value.length);
-  });
-}
-
-/** A bearer (or Okta's `SSWS`) token anywhere (one with a digit: `Bearer authentication` is a phrase). */
-const BEARER = /\b(Bearer|SSWS)[ \t]+(?=[\w.~+/=-]*\d)[\w.~+/=-]{8,}/gi;
-
-/** `Basic` credentials without their header: base64 (then {@link userAndPassword} decides). */
-const BASIC = /\b(Basic)[ \t]+([A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])/gi;
-
-/** Whether base64 `b64` decodes to `user:password`: a printable user name, a colon, any password. */
-function userAndPassword(b64: string): boolean {
-  try {
-    return /^[ -9;-~]+:./s.test(atob(b64));
-  } catch {
-    return false;
-  }
-}
-
-/** The password of curl's `-u user:password` (not a numeric id, a variable, a placeholder or a URL's `//`). */
-const USER_OPTION =
-  /(?<![\w-])((?:--user|-u)(?:[ \t]+|=)["']?(?![$%{<[])[^\s"':]*:["']?)(?!\d+(?:[\s"']|$)|[$%{<[]|\/\/)([^\s"']+)/g;
-
-/** Where a key that may name a secret is: a secret word in it, the scan's quick first look. */
-const SECRET_HINT = /secret|token|pass|pwd|cred|auth|key|sig|hmac|salt|otp|pin/gi;
-/** {@link SECRET_HINT} as a test. */
-const SECRET_HINT_WORD = new RegExp(SECRET_HINT.source, "i");
-/**
- * A key and its assignment operator, optionally quoted (`KEY=`, `"key": `, `--key=`, `key =>`, `\"key\": `), or
- * subscripted (`os.environ['KEY'] = `).
- */
-const KEY_AT = /-{0,2}(\\?["']?)([A-Za-z_][\w.-]*)\1\]?([ \t]*)(:=|=>|\?=|=|:)([ \t]*)/y;
-/** An assignment's value: a quoted string on its line, else a run of value characters. */
-const VALUE = /\\"[^"\r\n]*\\"|"[^"\r\n]*"|'[^'\r\n]*'|`[^`\r\n]*`|(?:[^\s"'`,;&\\]|\\(?![nrt]))+/y;
-/** A value's opening quote. */
-const OPENING_QUOTE = /^\\?["'`]/;
-/** The rest of a `.env` line; in a JSON string (after a `\n` escape), to the next escape or the string's end. */
-const LINE_REST = /[^\r\n]+/y;
-const ESCAPED_LINE_REST = /(?:[^\r\n\\"]|\\(?![nrt]))+/y;
-
-/**
- * After a key's `|` or `>` (a YAML block scalar): a comment, the line breaks (group 1 if a JSON escape) of blank
- * lines, the block's indent.
- */
-const BLOCK_START = /(?:[ \t]+#[^\r\n\\]*)?(?:[ \t]*(?:\r?\n|((?:\\r)?\\n)))+[ \t]+/y;
-
-/** The words of a key name: `AWSSecretAccessKey`, `_authToken`, `DB_PASSWORD`, `x-api-key`. */
-const KEY_WORDS = /[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+/g;
-
-/** The words of a space-separated list, as a set. */
-const wordSet = (list: string): ReadonlySet<string> => new Set(list.split(" "));
-
-/** Words that make a key name a secret's, wherever they stand in it. */
-const SECRET_WORDS = wordSet(
-  "secret token password passwd pwd pass passphrase credential credentials creds auth apikey " +
-    "accesstoken authtoken secretkey privatekey accesskey sig signature sshpass",
-);
-
-/** Last words that make a key name one about a secret, not of one: `TOKEN_URL`, `password_file`, `token_type`. */
-const ABOUT_SECRET = wordSet(
-  "url uri endpoint host path file dir name type mode method header count length len size limit max min " +
-    "enabled required ttl timeout expiry expires format prefix provider version id stdin",
-);
-
-/** Secret words a key's one word may end with (`PGPASSWORD`, `redispassword`, `GITHUBTOKEN`): env names glued. */
-const GLUED_SECRET_ENDS = "password passwd passphrase secret token apikey secretkey accesskey privatekey"
-  .split(" ");
-
-/** Words before a last `key` that make it no secret: `public_key`, `primary_key`, `sort_key`, `s3_key`. */
-const PLAIN_KEYS = wordSet(
-  "public pub primary foreign sort partition cache hash range row lookup idempotency unique map dict " +
-    "object index composite hot s3 i18n translation group order bucket schema",
-);
-
-/** Keys that name a secret only when it looks random ({@link randomRun}): `key=value` and `pin=3` are not. */
-const WEAK_KEYS = wordSet("key hmac salt otp pin");
-
-/** A value that looks generated: a run of 8 or more token characters, switching letters and digits three times. */
-const randomRun = (v: string): boolean =>
-  /^[\w+/=~-]{8,}$/.test(v) && (v.match(/\d(?=[A-Za-z])|[A-Za-z](?=\d)/g) ?? []).length >= 3;
-
-/** Whether a key name says its value is a secret: a secret word in it, or `…_key` of a secret kind. */
-function secretName(key: string): boolean {
-  const words = (key.match(KEY_WORDS) ?? []).map((w) => w.toLowerCase());
-  const last = words.at(-1) ?? "";
-  if (ABOUT_SECRET.has(last)) return false;
-  if (last === "key" || last === "keys") return words.length > 1 && !PLAIN_KEYS.has(words.at(-2)!);
-  return words.some((w) => SECRET_WORDS.has(w) || GLUED_SECRET_ENDS.some((end) => w.endsWith(end)));
-}
-
-/** Values that hold no secret: a redaction already made, a placeholder or variable, a number, a keyword. */
-const NO_SECRET =
-  /^(?:\[REDACTED\].*|\*+|[$%].*|\{\{.*|<[^>]*>|\d[\d._]*|true|false|null|none|nil|undefined|yes|no|on|off)$/i;
-
-/** Unquoted values that are code: a call, an index or a block, a member path, a URL, an operator. */
-const CODE = /[()[\]{}]|^[=<>!&|?]|^[A-Za-z_$][\w$]*(?:\??\.[A-Za-z_$][\w$]*)+;?$|^[a-z][a-z0-9+.-]*:\/\//i;
-
-/** An unquoted value that is more than a word of prose: a digit and a letter, a symbol, or a long run. */
-function looksRandom(v: string): boolean {
-  return (/\p{N}/u.test(v) && /\p{L}/u.test(v)) || /[^\p{L}\p{N}_.-]/u.test(v) || v.length >= 16;
-}
-
-/** Whether an assignment's value is a secret; of a {@link WEAK_KEYS} key, quoted or not, only a random run. */
-function secretValue(raw: string, literal: boolean, weak = false): boolean {
-  const quote = OPENING_QUOTE.exec(raw)?.[0] ?? "";
-  const v = quote ? raw.slice(quote.length, -quote.length).trim() : raw.trimEnd();
-  if (!v || NO_SECRET.test(v)) return false;
-  if (weak) return randomRun(v);
-  if (quote) return true;
-  if (CODE.test(v)) return false;
-  return literal || looksRandom(v);
-}
-
-/** Whether the character at `i` may be part of a key name. */
-const keyChar = (text: string, i: number): boolean => /[\w.-]/.test(text[i] ?? "");
-
-/** The match of sticky `re` at `at`, or null. */
-function stickyAt(re: RegExp, text: string, at: number): RegExpExecArray | null {
-  re.lastIndex = at;
-  return re.exec(text);
-}
-
-/** Whether only blanks (and `export`) precede `at` on its line: "line", "escaped" (after `\n` of JSON), or "". */
-function lineStart(text: string, at: number): "line" | "escaped" | "" {
-  const blanksBefore = (i: number) => {
-    while (i > 0 && (text[i - 1] === " " || text[i - 1] === "\t")) i--;
-    return i;
-  };
-  let i = blanksBefore(at);
-  if (i < at && i >= 6 && text.startsWith("export", i - 6)) i = blanksBefore(i - 6);
-  if (i === 0 || text[i - 1] === "\n" || text[i - 1] === "\r") return "line";
-  return text[i - 2] === "\\" && /[nr]/.test(text[i - 1]) ? "escaped" : "";
-}
-
-/** Replaces the values of assignments whose key names a secret; one scan from secret word to secret word. */
-function redactAssignments(text: string, hide: Hide): string {
-  let out = "";
-  let copied = 0;
-  SECRET_HINT.lastIndex = 0;
-  for (let hint = SECRET_HINT.exec(text); hint; hint = SECRET_HINT.exec(text)) {
-    let start = hint.index;
-    while (start > 0 && keyChar(text, start - 1)) start--;
-    if (start < hint.index && text[start - 1] === "\\" && /[nrt]/.test(text[start])) start++; // after `\n`
-    let keyEnd = hint.index + hint[0].length;
-    while (keyEnd < text.length && keyChar(text, keyEnd)) keyEnd++;
-    SECRET_HINT.lastIndex = keyEnd;
-    const quoted = start > 0 && (text[start - 1] === '"' || text[start - 1] === "'");
-    const escaped = quoted && text[start - 2] === "\\";
-    const m = (escaped ? stickyAt(KEY_AT, text, start - 2) : null) ??
-      (quoted ? stickyAt(KEY_AT, text, start - 1) : null) ?? stickyAt(KEY_AT, text, start);
-    const weak = m !== null && WEAK_KEYS.has(m[2].toLowerCase());
-    if (!m || !(weak || secretName(m[2]))) continue;
-    const [head, , key, before, op, after] = m;
-    const end = m.index + head.length;
-    const line = op === "=" && !OPENING_QUOTE.test(text.slice(end, end + 2)) ? lineStart(text, m.index) : "";
-    const envLine = line !== "";
-    const rest = line === "line" ? LINE_REST : line === "escaped" ? ESCAPED_LINE_REST : VALUE;
-    let [at, value] = [end, (stickyAt(rest, text, end)?.[0] ?? "").trimEnd()];
-    const scalar = /^[|>](?:[1-9][+-]?|[+-][1-9]?)?$/.test(value); // a block scalar, else a plain one below
-    const block = op === ":" && (scalar || value === "" || value.startsWith("#"))
-      ? stickyAt(BLOCK_START, text, scalar ? end + value.length : end - after.length)
-      : null;
-    if (block) { // the block's first line is the value; a plain scalar's is one word, not a key or list item
-      at = block.index + block[0].length;
-      value = (stickyAt(block[1] ? ESCAPED_LINE_REST : LINE_REST, text, at)?.[0] ?? "").trimEnd();
-      if (!scalar && /\s|^[\w.-]+:(?!\S)/.test(value)) value = "";
-    }
-    const prefix = OPENING_QUOTE.test(text.slice(at + value.length, at + value.length + 2)) &&
-      /^[A-Za-z]{1,2}$/.test(value); // a string's prefix: f"…", rb'…'
-    const literal = (block !== null && scalar) ||
-      (op === "=" && ((!before && !after) || (envLine && !/[a-z]/.test(key))));
-    let redacted = value !== "" && !prefix && secretValue(value, literal, weak);
-    if (!redacted && envLine && !block) { // the line's first word, when a note or a comment follows it
-      const word = stickyAt(VALUE, text, at)?.[0] ?? "";
-      if (word !== value && secretValue(word, literal, weak)) [value, redacted] = [word, true];
-    }
-    if (redacted) {
-      out += text.slice(copied, at) + hide(value);
-      copied = at + value.length;
-    }
-    if (redacted || !envLine) SECRET_HINT.lastIndex = Math.max(keyEnd, at + value.length);
-  }
-  return out + text.slice(copied);
-}
-
-/** `re` that may also start right after a `\n`, `\r` or `\t` escape of pasted JSON. */
-function orAfterEscape(re: RegExp): RegExp {
-  return new RegExp(re.source.replace(/^(\\b|\(\?<![^)]*\))/, String.raw`(?:$1|(?<=\\[nrt]))`), re.flags);
-}
-
-/** An AWS key id, or what a typo left of one: the anchor of a bare secret beside it. */
-const AWS_KEY_ID = orAfterEscape(/\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{12,24}\b/g);
-/**
- * A run of base64 (or base64url) of 24 characters or more; lines wrapped at 76 columns (`base64`) or 64 (PEM,
- * `openssl base64`) are one run, also in a JSON string (joined by `\n` escapes).
- */
-const BASE64_RUN = orAfterEscape(
-  /(?<![\w+/\\-])(?:(?:[\w+/-]{64}(?:[\w+/-]{12})?(?:\r?\n|(?:\\r)?\\n)(?=[\w+/-]))+[\w+/-]+|[\w+/-]{24,})={0,2}(?![\w+/=-])/g,
-);
-/** How far (characters, either way) from a key id a base64 run is taken for its secret. */
-const AWS_SECRET_REACH = 200;
-
-/** A bare AWS secret access key: a mixed-case base64 run with a digit, 40 long or more, near an AWS key id. */
-function redactAwsSecrets(text: string, hide: Hide): string {
-  const ids = [...text.matchAll(AWS_KEY_ID)].map((m) => m.index);
-  if (!ids.length) return text;
-  let i = 0;
-  return text.replace(BASE64_RUN, (run: string, at: number) => {
-    if (run.length < 40) return run;
-    while (i + 1 < ids.length && ids[i + 1] <= at) i++;
-    const near = [ids[i], ids[i + 1]].some((id) => id !== undefined && Math.abs(id - at) <= AWS_SECRET_REACH);
-    return near && /[a-z]/.test(run) && /[A-Z]/.test(run) && /\d/.test(run) && !/[-_]/.test(run)
-      ? hide(run)
-      : run;
-  });
-}
-
-const UTF8 = new TextDecoder("utf-8", { fatal: true });
-
-/** Base64url's two letters as base64 has them (a wrapped run's line breaks and their escapes are dropped). */
-const BASE64_OF: Readonly<Record<string, string>> = { "-": "+", "_": "/" };
-
-/** The text base64 `run` decodes to (UTF-8, no control characters but line breaks and tabs), or undefined. */
-function decodedText(run: string): string | undefined {
-  try {
-    const b64 = run.replace(/\s|\\[nr]|[-_]/g, (c) => BASE64_OF[c] ?? "");
-    const text = UTF8.decode(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)));
-    return /[^\P{Cc}\t\n\r]/u.test(text) ? undefined : text;
-  } catch {
-    return undefined;
-  }
-}
-
-/** A credential wrapped in base64: a run whose decoded text a credential rule finds a secret in (each decoded once). */
-function redactBase64(text: string, hide: Hide): string {
-  return text.replace(BASE64_RUN, (run: string) => {
-    const decoded = decodedText(run);
-    const found = decoded !== undefined &&
-      Object.entries(CREDENTIAL_RULES).some(([name, rule]) =>
-        name !== "invisible-characters" && rule(decoded) !== decoded
-      );
-    return found ? hide(run) : run;
-  });
-}
-
-/** A quoted value a sentence says is a secret: `the secret is "…"`. */
-const SECRET_IN_PROSE =
-  /\b((?:secret|password|passwd|passphrase|passcode|token|api[ _-]?key|credentials?)[ \t]+(?:is|was)[ \t]+)(\\?)(["'`])([^\s"'`\\]{4,200})\2\3/gi;
-
-/**
- * A secret's names in prose, by language: the name, the words that tie a qualifier to it (`the password for
- * prod is`, `das Passwort für die Datenbank ist`, or a colon after them), and "is" (none in Russian).
- */
-const PROSE_SECRETS: readonly [name: RegExp, of: RegExp, is: RegExp | null][] = [
-  [/secret|password|passwd|passphrase|passcode|token|api[ _-]?key/, /for|of/, /is|was/],
-  [/passwort|kennwort/, /für|von|der|des/, /ist|lautet|war/],
-  [/contraseña/, /de|del|para/, /es|era/],
-  [/mot[ \t]+de[ \t]+passe|jeton/, /de|du|pour/, /est|était/],
-  [/senha/, /de|do|da|para/, /é|era/],
-  [/пароль|токен|ключ(?:[ \t]+API)?/, /от|для/, null],
-];
-
-/**
- * An unquoted value a sentence gives a secret's name (after a `:`, `=` or dash), when {@link secretValue} takes it;
- * a plain word is not the value, so a qualifier of up to three words (quoted too) may come before it.
- */
-const SECRET_IN_PROSE_UNQUOTED = orAfterEscape(
-  new RegExp(
-    String.raw`(?<![\p{L}\p{N}_])((?:${
-      PROSE_SECRETS.map(([name, of, is]) => {
-        const verb = is ? String.raw`[ \t]+(?:${is.source})` : "";
-        const qualifier = String.raw`[ \t]+(?:${of.source})(?:[ \t]+[^\s\\]+){1,3}?`;
-        return `(?:${name.source})(?:${qualifier}(?:${verb}|(?=[ \t]*:))|(?:${verb})?)`;
-      }).join("|")
-    })(?:[ \t]*[:=—–-])?[ \t]+)(?![\p{L}_.-]{1,15}[.,;:!?)]*(?![^\s"'\x60\\]))([^\s"'\x60\\]{4,200})`,
-    "giu",
-  ),
-);
-
-/**
- * A value after a fullwidth `：`/`＝` (or a CJK "is") of an English secret word, or a password's, key's or token's
- * name and `:`, "is" or a blank (an ideographic one too) in CJK.
- */
-const SECRET_LABEL = orAfterEscape(
-  /(?<![A-Za-z0-9_\u0400-\u04ff])((?:(?:password|passwd|passphrase|passcode|secret|token|api[ _-]?key)[ \t]*(?:[：＝]|是|为|為)|(?:API[ \t]*(?:キー|키)|(?:API[ \t]*)?(?:密码|密碼|口令|密钥|密鑰|秘钥|私钥|私鑰|令牌|パスワード|トークン|秘密鍵|비밀번호|토큰))[ \t\u3000]*(?:[:：=＝]|是|为|為|は|が|는|은|가|(?<=[ \t\u3000]))|пароль[ \t]*[:：=＝])[ \t\u3000]*)("[^"\r\n]{1,200}"|'[^'\r\n]{1,200}'|(?:(?!["'`\\])[!-~]){4,200})/giu,
-);
-
-/** A value's trailing sentence punctuation, which is not part of it. */
-const TRAILING_PUNCTUATION = /[.,;:!?)]+$/;
-
-/** A command that sets a named value (fish's `set -x` too; group 2: `gh secret set`, whose every value is a secret), its name, the value. */
-const CONFIG_SET = orAfterEscape(
+// deno-fmt-ignore: the shapes of the rules written as code; a key-like name is `snake_case`, `kebab-case` or `camelCase`
+const [COOKIE, CURL_COOKIE, CONFIG_SET, SECRET_OPTION, NAMED_VALUE, ...QUOTED_ARGUMENTS] = [
+  /\b((set-)?cookie\\?["'`]?[ \t]*:[ \t]*\\?["'`]?)([^\r\n"'`\\]+)/gi,
+  /(?<![\w-])((?:-b|--cookie)(?:[ \t]+|=)(\\?["']|))((?:(?!\2)[^\s"'\\])*=(?:(?!\2)[^\r\n"'\\])*)/g,
   /\b((?:setx|set(?:[ \t]+-[A-Za-z]+)+|launchctl[ \t]+setenv|(?:npm|yarn|pnpm)[ \t]+config[ \t]+set|aws[ \t]+configure[ \t]+set|git[ \t]+config(?:[ \t]+--(?:global|local|system))?|(gh[ \t]+secret[ \t]+set))[ \t]+("?)([^\s"=]+)\3(?:[ \t]+(?:-b|--body))?[ \t]+)(\\"[^"\r\n]*\\"|'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g,
-);
-
-/**
- * Commands and their option that gives a password, with what may follow it: blanks or `=`; MySQL's and 7-Zip's `-p` only
- * glued (a lone `-p` asks for it); `smbclient -U user%password`; `htpasswd -b`'s third argument; and what must follow
- * the password (`echo password | … --password-stdin`).
- */
-const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp, after?: RegExp][] = [
-  [/mysql|mariadb|mysqldump|mysqladmin|mariadb-dump/, /-p/],
-  [/sshpass/, /-p(?:[ \t]+|=)?/],
-  [
-    /(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry|az)[ \t]+login/,
-    /(?:-p|--password)(?:[ \t]+|=)/,
-  ],
-  [/redis-cli/, /(?:-a|--pass)(?:[ \t]+|=)/],
-  [/(?:un)?zip/, /(?:-P|--password)(?:[ \t]+|=)/],
-  [/ssh-keygen/, /-[NP](?:[ \t]+|=)/],
-  [/smbclient/, /(?:-U|--user)(?:[ \t]+|=)?["']?[^\s"'%]+%/],
-  [/7z[az]?/, /-p/],
-  [/openssl/, /-k(?:[ \t]+|=)/],
-  [/keytool/, /-(?:src|dest)?(?:storepass|keypass)(?:[ \t]+|=)/],
-  [/mongo(?:sh)?/, /(?:-p|--password)(?:[ \t]+|=)/],
-  [/sqlcmd/, /-P(?:[ \t]+|=)/],
-  [/ldap(?:search|add|modify|delete|passwd|whoami)/, /-w(?:[ \t]+|=)/],
-  [/htpasswd/, /-(?![A-Za-z]*n)[A-Za-z]*b[A-Za-z]*[ \t]+(?:-\w+[ \t]+)*(?!-)\S+[ \t]+\S+[ \t]+/],
-  [/htpasswd/, /-(?=[A-Za-z]*n)[A-Za-z]*b[A-Za-z]*[ \t]+(?:-\w+[ \t]+)*(?!-)\S+[ \t]+/], // -n: no file
-  [/cf/, /auth[ \t]+(?!-)\S+[ \t]+/],
-  [
-    /echo|printf/,
-    /(?:)/,
-    /[ \t]*\|[^\r\n;&]{0,200}?[ \t](?:--password-stdin\b|sudo(?:[ \t]+-\w+)*?[ \t]+-[A-Za-z]*S\b|chpasswd\b)/,
-  ],
-];
-/** A password a command's option gives: quoted, or up to a blank, quote, escape or pipe. */
-const OPTION_VALUE = String.raw`'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'\x60\\|]+`;
-/** The password an option of {@link PASSWORD_OPTIONS} gives, on the command's line. */
-const PASSWORD_OPTION = orAfterEscape(
-  new RegExp(
-    String.raw`\b((?:${
-      PASSWORD_OPTIONS.map(([c, o, after]) =>
-        String.raw`(?:${c.source})\b[^\r\n|;&]{0,200}?[ \t](?:${o.source})` +
-        (after ? `(?=(?:${OPTION_VALUE})${after.source})` : "")
-      ).join("|")
-    }))(${OPTION_VALUE})`,
-    "g",
-  ),
-);
-
-/** Oracle's `user/password@` (a JDBC thin or OCI URL, `sqlplus`'s logon): the password. */
-const ORACLE_LOGON = orAfterEscape(
-  /\b((?:jdbc:oracle:(?:thin|oci):|(?:sqlplus|sqlldr|expdp|impdp|rman)(?:[ \t]+-\w+)*[ \t]+)[^\s/@:"']+\/)([^\s/@"'\\]+)(?=@)/gi,
-);
-
-/** A Go SQL driver's DSN, `user:password@tcp(host)/db` (or `unix(…)`, `udp(…)`): the password. */
-const GO_SQL_DSN = orAfterEscape(/(?<![\w.-])([\w.-]+:)([^\s@:"'\\]+)(?=@(?:tcp6?|udp|unix)\()/g);
-
-/** What `vault operator init` prints: `Unseal Key 1: …`, `Recovery Key 1: …`. */
-const VAULT_INIT_KEY = orAfterEscape(
-  /\b((?:Unseal|Recovery)[ \t]+Key[ \t]+\d+:[ \t]*)([A-Za-z0-9+/]{20,}={0,2})/g,
-);
-
-/**
- * Strings given beside a secret's name: after a secret-named string and a comma (`Setenv("DB_PASSWORD", "…")`),
- * and a secret-named call's one string (`setPassword("…")`); groups: the name, the quote, the value.
- */
-const QUOTED_ARGUMENTS = [
+  /(?<![\w-])(--?([A-Za-z][\w-]*)[ \t]+)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g,
+  /(?<![\w.-])([A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+|[a-z]+(?:[A-Z][a-z0-9]*)+)([ \t]+)([\w+/=~.-]{8,})(?![\w+/=~.-])/g,
   /(?<![\w-])\\?["']([A-Za-z_][\w.-]*)\\?["'][ \t]*,[ \t]*(\\?["'])([^"'\r\n\\]{1,200})\2(?=[ \t]*[),\]])/g,
   /(?<![\w-])([A-Za-z_]\w*)[ \t]*\([ \t]*(\\?["'])([^"'\r\n\\]{1,200})\2(?=[ \t]*\))/g,
 ].map(orAfterEscape);
-
-/** A secret-named command-line option and the value after a blank (`--secret-key …`, `-auth user:…`). */
-const SECRET_OPTION = orAfterEscape(
-  /(?<![\w-])(--?([A-Za-z][\w-]*)[ \t]+)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g,
-);
-
-/** A key-like name (`snake_case`, `kebab-case`, `camelCase`), a blank, a value: a table's row or a config command's pair. */
-const NAMED_VALUE = orAfterEscape(
-  /(?<![\w.-])([A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+|[a-z]+(?:[A-Z][a-z0-9]*)+)([ \t]+)([\w+/=~.-]{8,})(?![\w+/=~.-])/g,
-);
-
-/** A bash here-string's word (`<<< …`): the input of a command that names a secret before it. */
 const HERE_STRING = /<<<[ \t]*('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g;
-/** How far back on its line a here-string looks for a secret's name. */
-const HERE_STRING_REACH = 200;
-
-/** curl's `-b`/`--cookie` with `name=value` pairs (not a cookie file), quoted or not. */
-const CURL_COOKIE = orAfterEscape(
-  /(?<![\w-])((?:-b|--cookie)(?:[ \t]+|=)(\\?["']|))((?:(?!\2)[^\s"'\\])*=(?:(?!\2)[^\r\n"'\\])*)/g,
+/** Every credential rule by name, in the order they run. */
+export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = Object.fromEntries(
+  Object.entries(RULES).map(([name, r]): [string, Rule] => {
+    if (typeof r === "function") return [name, r];
+    const [shape, pick = (raw: string) => raw] = r instanceof RegExp ? [r] : r;
+    const re = orAfterEscape(shape);
+    if (r instanceof RegExp) return [name, (text, hide = plain) => text.replace(re, hide)];
+    return [name, (text, hide = plain) =>
+      text.replace(re, (m, head: string, raw: string) => {
+        const secret = pick(raw);
+        return secret === undefined ? m : head + hide(secret) + raw.slice(secret.length);
+      })];
+  }),
 );
-
-/** A `.pgpass` line, `host:port:database:user:password` (or a string of it): the last field, ending it. */
-const PGPASS_LINE = orAfterEscape(
-  /(?<![^\r\n"'])([\w.*-]+:(?:\d+|\*):[^\s:"'\\]+:[^\s:"'\\]+:)([^\s:"'\\]+)(?=[ \t]*(?:[\r\n"]|\\[rn]|$))/g,
-);
-
-/**
- * XML's named values, when {@link secretName} takes the name and {@link secretValue} the value, as in YAML: an
- * element's text (or CDATA), a plist's `<key>` and `<string>`, a `key=`/`name=` attribute and its `value=`.
- */
-const XML_SECRETS: readonly RegExp[] = [
-  /(?<head><(?<tag>(?:[\w.-]+:)?(?<name>[\w.-]+))(?:[ \t][^<>\r\n]*)?>)(?<value>[^<\r\n]+)<\/\k<tag>>/g,
-  /(?<head><(?<tag>(?:[\w.-]+:)?(?<name>[\w.-]+))(?:[ \t][^<>\r\n]*)?><!\[CDATA\[)(?<value>(?:[^\]<\r\n]|\](?!\]>)|<(?!!\[CDATA\[))*)\]\]><\/\k<tag>>/g,
-  /(?<head><key>(?<name>[\w.-]+)<\/key>\s*<string>)(?<value>[^<\r\n]+)<\/string>/g,
-  /(?<head>[ \t](?:key|name)=(?<q>["'])(?<name>[\w.:-]+)\k<q>[ \t]+value=(?<q2>["']))(?<value>[^"'\r\n]*)\k<q2>/g,
-];
-
-/** Format and default-ignorable characters (variation selectors, Hangul fillers…) between printable ASCII. */
-const INVISIBLE_IN_ASCII = /(?<=[!-~])[\p{Cf}\p{DI}]+(?=[!-~])/gu;
-
-/**
- * Letters of other scripts a reader takes for Latin ones (Unicode's confusables of ASCII letters and digits among
- * Cyrillic, Greek and Armenian, and Latin's own without a decomposition): `pаssword` with a Cyrillic `а`.
- */
-const LOOKALIKES: Readonly<Record<string, string>> = Object.fromEntries(
-  ("а a е e һ h і i ј j к k о o р p с c ѕ s у y х x ԁ d ԛ q ԝ w ӏ l ү y ѵ v " +
-    "А A В B Е E З 3 К K М M Н H О O Р P С C Т T Х X Ѕ S І I Ј J Ү Y Ԛ Q Ԝ W Ӏ I Ѵ V " +
-    "α a β B γ y ι i κ k ν v ο o ρ p τ t υ u χ x ϲ c ϳ j ω w " +
-    "Α A Β B Ε E Ζ Z Η H Ι I Κ K Μ M Ν N Ο O Ρ P Τ T Υ Y Χ X Ϲ C Ϳ J " +
-    "օ o ս u հ h ո n ց g զ q ı i ȷ j ɑ a ɡ g ɩ i ɪ I ʀ R ʏ Y ᴀ A ᴄ C ᴅ D ᴇ E ᴋ K ᴍ M ᴏ O ᴘ P ᴛ T ᴜ U ᴠ V ᴡ W ᴢ Z")
-    .match(/\S \S/gu)!.map((pair) => [pair[0], pair[2]]),
-);
-
-/** ASCII a JSON `\u` escape may stand for inside a token or a key (a quote, blank or separator would end one). */
-const ESCAPED_WORD_CHAR = /^[\w.:=+/@~-]$/;
-
-/**
- * What can hide a token from the rules: an escape sequence (as is, or `\u001b[…` in a JSON string); a JSON `\u`
- * escape (a pair for a surrogate pair; escaped again in a JSON string: more backslashes before it); a run of marks and
- * invisible characters (dropped after ASCII); a character of the scripts whose compatibility forms fold to ASCII
- * (fullwidth, mathematical, circled…: Latin, Greek, Common, and U+FB29), a {@link LOOKALIKES} letter; and
- * {@link MASK}.
- */
-const DISGUISE = new RegExp(
-  String
-    .raw`${ESCAPE_SEQUENCE.source}|\\u001[bB]\[[0-?]*[ -/]*[@-~]|(?<json>\\+u[dD][89abAB][\da-fA-F]{2}\\+u[dD][c-fC-F][\da-fA-F]{2}|\\+u[\da-fA-F]{4})|[\p{M}\p{Cf}\p{DI}]+|(?![\0-\x7f])[\p{sc=Latn}\p{sc=Zyyy}\p{sc=Grek}\ufb29\ue000${
-    Object.keys(LOOKALIKES).join("")
-  }]`,
-  "gu",
-);
-/** The printable ASCII a character's NFKC form is, or "" (cached: the distinct characters of the texts seen). */
-const asciiFolds = new Map<string, string>();
-const MAX_FOLDS_CACHED = 1 << 16;
-
-/**
- * The printable ASCII a character reads as: its NFKC form, its {@link LOOKALIKES} letter, or its letter without
- * accents (`á`); else "".
- */
-function asciiFold(c: string): string {
-  let folded = asciiFolds.get(c);
-  if (folded === undefined) {
-    const n = c.normalize("NFKC");
-    const bare = c.normalize("NFD").replace(/\p{M}+/gu, "");
-    folded = n !== c && /^[ -~]+$/.test(n)
-      ? n
-      : LOOKALIKES[c] ?? (bare !== c && /^[A-Za-z]$/.test(bare) ? bare : "");
-    if (asciiFolds.size < MAX_FOLDS_CACHED) asciiFolds.set(c, folded);
-  }
-  return folded;
-}
-
-/** The character a JSON `\u` escape (or a pair) stands for, any backslashes before each `u` dropped. */
-const unescaped = (escape: string): string =>
-  String.fromCharCode(...escape.split(/\\+u/).slice(1).map((h) => Number.parseInt(h, 16)));
-
-/** What {@link redactDisguised}'s rules hide a secret with: as long as the secret, so offsets hold. */
-const MASK = "\ue000";
-const mask: Hide = (secret) => MASK.repeat(secret.length);
-
-/** A piece of a folded text: at `f` in it, `fl` long, from `o` in the text, `ol` long; `copy`: the same characters. */
-type Piece = { f: number; fl: number; o: number; ol: number; copy: boolean };
-
-/**
- * `text` as the rules would read it undisguised — escape sequences out; fullwidth, mathematical and other
- * compatibility forms as their ASCII; marks and invisible characters after ASCII out — and its pieces; undefined
- * when nothing folds.
- */
-function folded(text: string): { text: string; pieces: Piece[] } | undefined {
-  const pieces: Piece[] = [];
-  let [out, copied, changed, asciiEnd] = ["", 0, false, -1]; // asciiEnd: where the last ASCII (or fold) ended
-  const put = (s: string, o: number, ol: number, copy: boolean) => {
-    pieces.push({ f: out.length, fl: s.length, o, ol, copy });
-    out += s;
-  };
-  for (const m of text.matchAll(DISGUISE)) {
-    const [c, at, json] = [m[0], m.index, m.groups?.json !== undefined];
-    if (at > copied) put(text.slice(copied, at), copied, at - copied, true);
-    if (at > copied && /[!-~]/.test(text[at - 1])) asciiEnd = at;
-    copied = at + c.length;
-    const read = json ? unescaped(c) : c;
-    const escape = !json && c.charCodeAt(0) < 0xa0;
-    const invisible = !escape && /^[\p{M}\p{Cf}\p{DI}]/u.test(read);
-    const fold = escape || invisible
-      ? ""
-      : c === MASK
-      ? "\ufffd"
-      : json && ESCAPED_WORD_CHAR.test(read)
-      ? read
-      : asciiFold(read);
-    if (escape || (invisible && asciiEnd === at)) { // dropped
-      changed = true;
-      if (invisible) asciiEnd = copied;
-    } else if (fold && c !== MASK) {
-      put(fold, at, c.length, false);
-      changed = true;
-      asciiEnd = copied;
-    } else put(fold || c, at, c.length, true);
-  }
-  if (!changed) return undefined;
-  if (copied < text.length) put(text.slice(copied), copied, text.length - copied, true);
-  return { text: out, pieces };
-}
-
-/** Where in the text the character at `k` of a folded text starts and ends (`pieces` in order; binary search). */
-function origin(pieces: readonly Piece[], k: number): [number, number] {
-  let [lo, hi] = [0, pieces.length - 1];
-  while (lo < hi) { // the last piece starting at or before k (none is empty)
-    const mid = (lo + hi + 1) >> 1;
-    if (pieces[mid].f <= k) lo = mid;
-    else hi = mid - 1;
-  }
-  const p = pieces[lo];
-  return p.copy ? [p.o + k - p.f, p.o + k - p.f + 1] : [p.o, p.o + p.ol];
-}
-
-/**
- * Credentials disguised from the rules (fullwidth `ｐａｓｓｗｏｒｄ=…`, `ｇｈｐ＿…`, a mark or an escape sequence inside
- * a token): the other rules read the {@link folded} text, and each span they hide there is hidden in `text`, with
- * what was dropped right after it. Linear: one fold, one pass of the rules, a search per span.
- */
-function redactDisguised(text: string, hide: Hide): string {
-  const f = folded(text);
-  if (!f) return text;
-  const read = Object.entries(CREDENTIAL_RULES).reduce(
-    (out, [name, rule]) => name === "invisible-characters" || name === "disguised" ? out : rule(out, mask),
-    f.text,
-  );
-  if (read === f.text) return text;
-  if (read.length !== f.text.length) return read.replaceAll(/\ue000+/g, REDACTED); // no offsets: the folded text
-  let [out, copied] = ["", 0];
-  for (let k = read.indexOf(MASK); k >= 0; k = read.indexOf(MASK, k)) {
-    let end = k;
-    while (read[end] === MASK) end++;
-    const start = Math.max(origin(f.pieces, k)[0], copied);
-    const stop = Math.max(
-      origin(f.pieces, end - 1)[1],
-      end < read.length ? origin(f.pieces, end)[0] : text.length,
-    );
-    if (stop > start) out += text.slice(copied, start) + hide(text.slice(start, stop));
-    copied = Math.max(copied, stop);
-    k = end;
-  }
-  return out + text.slice(copied);
-}
-
-/** A rule: `text` with the secrets it finds replaced by what `hide` returns for each. */
-type Rule = (text: string, hide?: Hide) => string;
-
-/** A rule that replaces every match of a shape with `[REDACTED]`. */
-function whole(shape: RegExp): Rule {
-  const re = orAfterEscape(shape);
-  return (text, hide = plain) => text.replace(re, hide);
-}
-
-/** The secret of a raw value: the value itself, or undefined when `raw` holds none. */
-type Pick = (raw: string) => string | undefined;
-const all: Pick = (raw) => raw;
-/** A value {@link secretValue} takes (`literal`), after its sentence punctuation (kept when quoted). */
-const valued = (literal: boolean, quotedWhole = false): Pick => (raw) => {
-  const value = literal || (quotedWhole && /^["']/.test(raw)) ? raw : raw.replace(TRAILING_PUNCTUATION, "");
-  return secretValue(value, literal) ? value : undefined;
-};
-
-/** A rule for `re` whose group 1 is the head kept and group 2 the raw value `pick` finds the secret at the start of. */
-function headed(re: RegExp, pick: Pick): Rule {
-  return (text, hide = plain) =>
-    text.replace(re, (m, head: string, raw: string) => {
-      const secret = pick(raw);
-      return secret === undefined ? m : head + hide(secret) + raw.slice(secret.length);
-    });
-}
-
-/** Every credential rule by name, in the order they run (tests/support/credentials.ts has a sample of each). */
-export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = {
-  "invisible-characters": (text) => text.replace(INVISIBLE_IN_ASCII, ""),
-  disguised: (text, hide = plain) => redactDisguised(text, hide),
-  "private-key": whole(KEY_BLOCK),
-  "private-key-end": (text, hide = plain) => redactKeyEnds(text, hide),
-  "putty-private-key": headed(PUTTY_PRIVATE_LINES, all),
-  "aws-secret-access-key": (text, hide = plain) => redactAwsSecrets(text, hide),
-  "base64-wrapped": (text, hide = plain) => redactBase64(text, hide),
-  ...Object.fromEntries(Object.entries(TOKEN_SHAPES).map(([name, re]) => [name, whole(re)])),
-  "url-userinfo": headed(URL_USERINFO, all),
-  "url-token-user": whole(URL_TOKEN_USER),
-  authorization: headed(AUTHORIZATION, all),
-  cookie: (text, hide = plain) =>
-    text.replace(COOKIE, (_m, head, set, pairs) => head + redactCookies(pairs, set !== undefined, hide)),
-  bearer: (text, hide = plain) =>
-    text.replace(BEARER, (m, word: string) => {
-      const token = m.slice(word.length).trimStart();
-      return m.slice(0, -token.length) + hide(token);
-    }),
-  basic: (text, hide = plain) =>
-    text.replace(
-      BASIC,
-      (m, _word, b64: string) => userAndPassword(b64) ? m.slice(0, -b64.length) + hide(b64) : m,
-    ),
-  "user-option": headed(USER_OPTION, all),
-  "secret-in-prose": (text, hide = plain) =>
-    text.replace(
-      SECRET_IN_PROSE,
-      (m, head, e, q, value) => NO_SECRET.test(value) ? m : head + e + q + hide(value) + e + q,
-    ),
-  "secret-in-prose-unquoted": headed(SECRET_IN_PROSE_UNQUOTED, valued(false)),
-  "secret-label": headed(SECRET_LABEL, valued(false, true)),
-  "password-option": headed(PASSWORD_OPTION, valued(true)),
-  pgpass: headed(PGPASS_LINE, valued(true)),
-  "oracle-logon": headed(ORACLE_LOGON, all),
-  "go-sql-dsn": headed(GO_SQL_DSN, all),
-  "vault-init-key": headed(VAULT_INIT_KEY, all),
-  "secret-option": (text, hide = plain) =>
-    text.replace(
-      SECRET_OPTION,
-      (m, head: string, name: string, value: string) =>
-        secretName(name) && secretValue(value, false) ? head + hide(value) : m,
-    ),
-  "named-value": (text, hide = plain) =>
-    text.replace(
-      NAMED_VALUE,
-      (m, name: string, gap: string, value: string) =>
-        secretName(name) && randomRun(value) ? name + gap + hide(value) : m,
-    ),
-  "here-string": (text, hide = plain) =>
-    text.replace(HERE_STRING, (m, value: string, at: number) => {
-      const before = text.slice(Math.max(0, at - HERE_STRING_REACH), at);
-      const command = before.split(/\\n|[\n;|&"]/).at(-1)!; // since the line's or the command's start
-      return SECRET_HINT_WORD.test(command) && secretValue(value, true)
-        ? m.slice(0, -value.length) + hide(value)
-        : m;
-    }),
-  "curl-cookie": (text, hide = plain) =>
-    text.replace(CURL_COOKIE, (_m, head, _q, pairs) => head + redactCookies(pairs, false, hide)),
-  "config-set": (text, hide = plain) =>
-    text.replace(
-      CONFIG_SET,
-      (m, head, gh, _q, name, value) =>
-        (gh || secretName(name)) && secretValue(value, true) ? head + hide(value) : m,
-    ),
-  "quoted-argument": (text, hide = plain) =>
-    QUOTED_ARGUMENTS.reduce(
-      (out, re) =>
-        out.replace(re, (m, name: string, q: string, value: string) =>
-          secretName(name) && secretValue(value, false)
-            ? m.slice(0, m.length - value.length - q.length) + hide(value) + q
-            : m),
-      text,
-    ),
-  "xml-element": (text, hide = plain) =>
-    XML_SECRETS.reduce((out, re) =>
-      out.replace(re, (m, ...args) => {
-        const { head, name, value } = args.at(-1) as Record<string, string>;
-        const v = value.trim();
-        if (!secretName(name) || !secretValue(v, false)) return m;
-        return head + value.replace(v, () => hide(v)) + m.slice(head.length + value.length);
-      }), text),
-  assignment: (text, hide = plain) => redactAssignments(text, hide),
-};
 
 /** Replaces every credential with `[REDACTED]` (the log, doctor and error texts use this too: scrubText). */
 export function redactCredentials(text: string, hide: Hide = plain): string {
@@ -845,21 +575,10 @@ export function redactCredentials(text: string, hide: Hide = plain): string {
 
 /** The shortest secret learned for {@link redact}'s `seen`: shorter ones are too likely ordinary words. */
 const MIN_LEARNED = 6;
-
-/** A found secret as it would recur bare: without its quotes and blanks. */
-function learnable(secret: string): string {
-  const s = secret.trim();
-  const quote = OPENING_QUOTE.exec(s)?.[0] ?? "";
-  return (quote && s.endsWith(quote.at(-1)!) ? s.slice(quote.length, -quote.length) : s).trim();
-}
-
-/** Whether a character is a word's (a secret recurs bare: not inside a longer word). */
 const wordChar = (c: string | undefined) => c !== undefined && /\w/.test(c);
-
 /** Whether `text[at, end)` stands bare: no word character glued to a word character at either end. */
 const bareSpan = (text: string, at: number, end: number) =>
   !(wordChar(text[at]) && wordChar(text[at - 1])) && !(wordChar(text[end - 1]) && wordChar(text[end]));
-
 /** `text` with the `spans` (sorted by start) replaced by one `[REDACTED]` per run of overlapping ones. */
 function redactSpans(text: string, spans: readonly [number, number][]): string {
   let [out, from, end] = ["", 0, 0];
@@ -870,10 +589,7 @@ function redactSpans(text: string, spans: readonly [number, number][]): string {
   return out + text.slice(from);
 }
 
-/**
- * Every bare recurrence of a `seen` secret (not inside a longer word) replaced with `[REDACTED]`, overlapping ones
- * as one: one pass over `text`, the secrets looked up by their first characters (as strings: no size limits them).
- */
+/** Every bare recurrence of a `seen` secret redacted: one pass, the secrets looked up by their first characters. */
 function redactSeen(text: string, seen: ReadonlySet<string>): string {
   const byHead = Map.groupBy(seen, (s) => s.slice(0, MIN_LEARNED));
   const spans: [number, number][] = [];
@@ -885,18 +601,13 @@ function redactSeen(text: string, seen: ReadonlySet<string>): string {
   return redactSpans(text, spans);
 }
 
-/** The two odd bases of a print's polynomial hashes, each modulo 2^32 (`Math.imul`: integer arithmetic only). */
+/** The odd bases of a print's two polynomial hashes modulo 2^32. */
 const [B1, B2] = [0x01000193, 0x5bd1e995];
 /** The most prints a session keeps (the newest). */
 export const MAX_PRINTS = 64;
-
 const printOf = (length: number, h1: number, h2: number) =>
   `${length}:${(h1 >>> 0).toString(36)}:${(h2 >>> 0).toString(36)}`;
-
-/**
- * A learned secret's print, kept instead of the secret: its length and two 32-bit polynomial hashes of its UTF-16
- * units. A chance match redacts a word of the same length, never less.
- */
+/** A learned secret's print, kept instead of it: its length and two 32-bit polynomial hashes of its UTF-16 units. */
 export function secretPrint(secret: string): string {
   let [h1, h2] = [0, 0];
   for (let i = 0; i < secret.length; i++) {
@@ -912,11 +623,8 @@ function basePower(base: number, n: number): number {
   for (let i = 0; i < n; i++) r = Math.imul(r, base);
   return r;
 }
-
-/** Each prints set's first hashes by length, parsed once however many texts it redacts (a proxy's: every call). */
+/** Each prints set's first hashes by length (of lengths redaction learns), parsed once per set. */
 const parsedPrints = new WeakMap<ReadonlySet<string>, ReadonlyMap<number, ReadonlySet<number>>>();
-
-/** `prints`' first hashes by length (a number looked up per step of a rolling hash), of lengths redaction learns. */
 function firstHashes(prints: ReadonlySet<string>): ReadonlyMap<number, ReadonlySet<number>> {
   const known = parsedPrints.get(prints);
   if (known) return known;
@@ -930,10 +638,7 @@ function firstHashes(prints: ReadonlySet<string>): ReadonlyMap<number, ReadonlyS
   return firsts;
 }
 
-/**
- * Every bare recurrence of a secret whose {@link secretPrint} is in `prints` replaced with `[REDACTED]`: one rolling
- * hash over `text` per length the prints have that fits in it (linear in the text for a bounded set).
- */
+/** Every bare recurrence of a secret whose print is in `prints` redacted: a rolling hash per length that fits. */
 function redactPrinted(text: string, prints: ReadonlySet<string>): string {
   const spans: [number, number][] = [];
   for (const [length, hashes] of firstHashes(prints)) {
@@ -959,35 +664,31 @@ function redactPrinted(text: string, prints: ReadonlySet<string>): string {
 }
 
 /**
- * Full redaction: private spans first, then credentials. With `seen` (one set for the texts of one turn or
- * batch), each secret found (and each private span's content, and its lines) is remembered there, and every one
- * remembered is redacted wherever it recurs bare; so is every secret of `prints` (of secrets found earlier).
+ * Private spans, then credentials, out. Each secret found (and private span, and its lines) is learned into `seen`
+ * (the texts of one turn or batch) and redacted wherever it recurs bare; so is each secret of `prints`.
  */
 export function redact(text: string, seen?: Set<string>, prints?: ReadonlySet<string>): string {
-  const learn: Hide = (secret) => {
-    const s = learnable(secret);
-    if (s.length >= MIN_LEARNED && !s.includes(REDACTED)) seen!.add(s);
+  const hide: Hide = !seen ? plain : (secret) => {
+    let s = secret.trim();
+    const quote = OPENING_QUOTE.exec(s)?.[0] ?? "";
+    if (quote && s.endsWith(quote.at(-1)!)) s = s.slice(quote.length, -quote.length).trim();
+    if (s.length >= MIN_LEARNED && !s.includes(REDACTED)) seen.add(s);
     return REDACTED;
   };
-  const out = redactCredentials(stripPrivate(text, seen ? learn : plain), seen ? learn : plain);
+  const out = redactCredentials(stripPrivate(text, hide), hide);
   const again = seen ? redactSeen(out, seen) : out;
   return prints?.size ? redactPrinted(again, prints) : again;
 }
 
-/** The `user:password@` of an address: after `//`, up to the last `@` before the path (a password may hold one). */
-const USERINFO = /\/\/[^/?#\s"'<>]*@/g;
-
 /** A URL — or any text naming URLs — with every `user:password@` removed (for messages and logs). */
-export const withoutUserinfo = (text: string): string => text.replace(USERINFO, "//");
-
+export const withoutUserinfo = (text: string): string => text.replace(/\/\/[^/?#\s"'<>]*@/g, "//");
 /** Text with every secret masked: the given ones, every credential, bearer tokens and URL userinfo. */
 export function scrubText(text: string, secrets: readonly string[] = []): string {
   const s = secrets.filter((x) => x.length >= 4).reduce((t, x) => t.replaceAll(x, "***"), text);
   return withoutUserinfo(redactCredentials(s).replace(/\b(Bearer)\s+[^\s"',;]+/gi, "$1 ***"));
 }
 
-const SECRET_KEY =
-  /^(api[_-]?key|apikey|token|access[_-]?token|secret|password|authorization|bearer|credentials?)$/i;
+const SECRET_KEY = /^(api[_-]?key|(access[_-]?)?token|secret|password|authorization|bearer|credentials?)$/i;
 
 /** Deep copy of `value` with secret-looking fields and any of `secrets` masked. */
 export function scrub(value: unknown, secrets: readonly string[] = [], depth = 0): unknown {
@@ -996,7 +697,7 @@ export function scrub(value: unknown, secrets: readonly string[] = [], depth = 0
   if (value instanceof Error) return { name: value.name, message: scrub(value.message, secrets, depth + 1) };
   if (Array.isArray(value)) return value.map((v) => scrub(v, secrets, depth + 1));
   const masked = (k: string, v: unknown) =>
-    SECRET_KEY.test(k) && v !== undefined && v !== "" && typeof v !== "boolean";
+    SECRET_KEY.test(k) && !([undefined, "", true, false] as unknown[]).includes(v);
   return Object.fromEntries(
     Object.entries(value).map(([k, v]) => [k, masked(k, v) ? "***" : scrub(v, secrets, depth + 1)]),
   );

@@ -550,3 +550,8 @@ Deno.test("redact: a credential wrapped in base64 goes whole; base64 of plain te
   ];
   for (const t of plain) assertEquals(redact(`data ${t} end`), `data ${t} end`);
 });
+
+Deno.test("redact: curl's -u password at the start of a line of pasted JSON goes too", () => {
+  const text = JSON.stringify({ cmd: "curl https://api.example.com \\\n-u admin:Hunter2xQ9 -X POST" });
+  assertEquals(redact(text), text.replace("Hunter2xQ9", REDACTED));
+});

@@ -8,7 +8,6 @@ import { originOf } from "./config.ts";
 
 /** A failure told to a person: what happened and the fix. */
 export type Advice = { summary: string; fix: string };
-
 /** A failure as states and the ledger record it ("local": our own files could not be written). */
 export const CauseSchema = z.object({
   kind: z.enum([...FAILURE_KINDS, "local"]),
@@ -18,21 +17,14 @@ export const CauseSchema = z.object({
   location: z.optional(z.string()),
 });
 export type Cause = z.infer<typeof CauseSchema>;
-
 /** `text` ending as a sentence. */
 export function asSentence(text: string): string {
   return /[.!?…]$/.test(text) ? text : `${text}.`;
 }
 
 /** The cause to record for failure `f` (a redirect's target kept). */
-export function causeOf(f: OvFailure): Cause {
-  return {
-    kind: f.kind,
-    status: f.status,
-    message: f.error.message,
-    ...(f.error.code ? { code: f.error.code } : {}),
-    ...(f.location ? { location: f.location } : {}),
-  };
+export function causeOf({ kind, status, error: { message, code }, location }: OvFailure): Cause {
+  return { kind, status, message, ...(code ? { code } : {}), ...(location ? { location } : {}) };
 }
 
 /** Whether `f` is OpenViking refusing a root key on a data route. */
@@ -42,9 +34,7 @@ export function isRootKeyRefusal(f: Pick<OvFailure, "kind" | "status" | "error">
 
 /** "; writes wait in the queue until then": how every outage's fix ends. */
 const WAIT = "; writes wait in the queue until then";
-
 type Told = Pick<OvFailure, "kind" | "status" | "error" | "location">;
-
 /** Per failure kind: its summary and fix at `url`, commands named `cmd`. */
 const ADVICE: Record<OvFailure["kind"], (f: Told, url: string, cmd: string, env: Env) => Advice> = {
   redirect: (f, url, cmd) => ({

@@ -20,19 +20,13 @@ const envelope = (code: string, message: string) =>
 
 Deno.test("adviceFor: a recorded failure is advised as the failure itself was", () => {
   const redirect = failed(301, "", "https://ov.example.com/");
-  const hung = failure("unreachable", 0, {
-    code: "TIMEOUT",
-    message: `no answer from ${origin} within 8000 ms`,
-  });
+  const late = `no answer from ${origin} within 8000 ms`;
+  const hung = failure("unreachable", 0, { code: "TIMEOUT", message: late });
   const refused = failure("unreachable", 0, { code: "CONNECT", message: `cannot reach ${origin}` });
   const root = failed(403, envelope("PERMISSION_DENIED", ROOT_KEY_REFUSAL));
   const model = failed(401, envelope("UNAUTHENTICATED", "Upstream model authentication failed (HTTP 401)"));
   for (const f of [redirect, hung, refused, root, model]) {
-    assertEquals(
-      adviceFor(JSON.parse(JSON.stringify(causeOf(f))), origin),
-      adviceFor(f, origin),
-      f.kind,
-    );
+    assertEquals(adviceFor(JSON.parse(JSON.stringify(causeOf(f))), origin), adviceFor(f, origin), f.kind);
   }
   assertEquals(
     adviceFor(redirect, origin).fix,
@@ -48,22 +42,15 @@ Deno.test("adviceFor: a recorded failure is advised as the failure itself was", 
   assertMatch(adviceFor(refused, origin).fix, /^start the server/, "a refused connection: start it");
   assertMatch(adviceFor(model, origin).summary, /its model refuses the server's requests/, "not our key");
   assertMatch(adviceFor(model, origin).fix, /^on the server, check ov\.conf's embedding section/);
-  const edited = adviceFor(
-    { kind: "redirect", status: 302, message: "m", location: "not a url" },
-    origin,
-  );
+  const edited = adviceFor({ kind: "redirect", status: 302, message: "m", location: "not a url" }, origin);
   assertEquals(edited.fix, `save the server's real address with \`${commandName()} install --url URL\``);
 });
 
 Deno.test("adviceFor a refused key: a root key is named as one; every refusal says where a user key comes from", () => {
   const r = adviceFor(failed(403, envelope("PERMISSION_DENIED", ROOT_KEY_REFUSAL)), origin);
   assertMatch(r.summary, /^the server refused the key \(HTTP 403\): it is OpenViking's root key/);
-  assertTrue(
-    r.fix.startsWith(
-      `give it once to \`${commandName()} install --api-key-stdin\`: install makes a user key`,
-    ),
-    r.fix,
-  );
+  const once = `give it once to \`${commandName()} install --api-key-stdin\`: install makes a user key`;
+  assertTrue(r.fix.startsWith(once), r.fix);
   const w = adviceFor(failed(401, envelope("UNAUTHENTICATED", "Invalid API key")), origin);
   assertEquals(w.summary, "the server refused the key (HTTP 401): Invalid API key");
   assertMatch(w.fix, /root key \(ov\.conf's server\.root_api_key\) once, install makes a user key/);

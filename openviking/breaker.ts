@@ -10,7 +10,6 @@ import { originOf } from "./config.ts";
 /** The shortest time between two probes of a silent server (doubled per failure, up to the max); a probe's timeout. */
 export const PROBE_INTERVAL_MS = 10_000;
 export const PROBE_MAX_MS = 300_000;
-
 /** An open breaker: one outage of one server; `answeredAt`: a probe's search got an answer after `at`. */
 const BreakerSchema = z.object({
   origin: z.string(),
@@ -22,13 +21,11 @@ const BreakerSchema = z.object({
   answeredAt: z.optional(z.number()),
 });
 export type Breaker = z.infer<typeof BreakerSchema>;
-
 const FILE = /^kimicode-breaker-[0-9a-f]{16}\.json$/;
 const fileOf = async (dir: string, url: string) =>
   joinPath(dir, `kimicode-breaker-${(await sha256Hex(originOf(url))).slice(0, 16)}.json`);
 const write = async (dir: string, b: Breaker) =>
   await writeFileAtomic(await fileOf(dir, b.origin), `${JSON.stringify(b)}\n`).catch(() => {});
-
 /** Every breaker file in `dir` (what `uninstall --purge` removes). */
 export async function breakerFiles(dir: string): Promise<string[]> {
   const entries = dir ? await Array.fromAsync(Deno.readDir(dir)).catch(() => []) : [];
@@ -43,16 +40,13 @@ export async function readBreaker(dir: string, baseUrl: string): Promise<Breaker
 
 /** Whether `b` keeps prompts from asking: no answer since its latest unanswered recall. */
 export const isOpen = (b: Breaker): boolean => !(b.answeredAt !== undefined && b.answeredAt >= b.at);
-
 /** When `b` may be probed next: the wait doubles with each failure, up to PROBE_MAX_MS. */
 export const nextProbeAt = (b: Breaker): number =>
   Math.max(b.at, b.probedAt ?? 0) +
   Math.min(PROBE_INTERVAL_MS * 2 ** Math.max(0, b.failures - 1), PROBE_MAX_MS);
-
 /** Whether the server took the request and did not answer in time. */
 export const isUnanswered = (f: OvFailure | undefined): boolean =>
   f?.kind === "unreachable" && f.error.code === "TIMEOUT";
-
 /** Notes a prompt's recall: unanswered opens the breaker, an answer closes it; returns it now (undefined: closed). */
 export async function noteRecall(
   dir: string,
@@ -63,13 +57,8 @@ export async function noteRecall(
 ): Promise<Breaker | undefined> {
   if (!dir) return undefined;
   if (isUnanswered(outcome.failure)) {
-    const b = {
-      origin: originOf(baseUrl),
-      since: before?.since ?? now,
-      at: now,
-      reason: outcome.failure?.error.message ?? "",
-      failures: (before?.failures ?? 0) + 1,
-    };
+    const [since, failures] = [before?.since ?? now, (before?.failures ?? 0) + 1];
+    const b = { origin: originOf(baseUrl), since, at: now, reason: outcome.failure!.error.message, failures };
     await write(dir, b);
     return b;
   }
@@ -80,17 +69,13 @@ export async function noteRecall(
 
 /** Records that a probe of `b` starts now. */
 export const noteProbing = (dir: string, b: Breaker, now = Date.now()) => write(dir, { ...b, probedAt: now });
-
 /** Records that the server answered what was asked at `askedAt`, if asked after the breaker's latest failure. */
 export async function noteAnswered(dir: string, baseUrl: string, askedAt: number): Promise<void> {
   const b = await readBreaker(dir, baseUrl);
   if (b && isOpen(b) && askedAt >= b.at) await write(dir, { ...b, answeredAt: askedAt });
 }
 
-/**
- * Probes with a search, as recall asks (a server that answers `/health` or writes may not search), within
- * `budget` if given; any answer is noted. Returns whether it answered.
- */
+/** Probes with a search, as recall asks (a server may answer `/health` and not search); notes and returns an answer. */
 export async function probe(client: OpenVikingClient, dir: string, budget?: Budget): Promise<boolean> {
   const askedAt = Date.now();
   const body = { query: "openviking-kimi probe", mode: "context", purpose: "coding", limit: 1 };

@@ -4,7 +4,7 @@ import * as z from "zod/mini";
 import { concatBytes } from "../lib/bytes.ts";
 import { parseJsonOrUndefined } from "../lib/fs.ts";
 import { neutralize } from "../lib/neutralize.ts";
-import { isRecord, type JsonRecord } from "../lib/parsed.ts";
+import { asRecord, isRecord, type JsonRecord } from "../lib/parsed.ts";
 import { scrubText, withoutUserinfo } from "../lib/redact.ts";
 import type { Config } from "./config.ts";
 
@@ -22,29 +22,13 @@ export class Budget {
 
 /** Why a call failed; only `rejected` (a final code in OpenViking's envelope) is for good; `model`: the server's. */
 export type FailureKind = (typeof FAILURE_KINDS)[number];
-
-export const FAILURE_KINDS = [
-  "rejected",
-  "auth",
-  "model",
-  "server",
-  "unreachable",
-  "redirect",
-  "not-openviking",
-  "missing-route",
-  "too-large",
-] as const;
-
-/** An error as the server (or the transport) reported it. */
+// deno-fmt-ignore
+export const FAILURE_KINDS = ["rejected", "auth", "model", "server", "unreachable", "redirect", "not-openviking", "missing-route", "too-large"] as const;
 type OvError = { code?: string; message: string; details?: unknown };
-
 type OvSuccess<T> = { ok: true; status: number; result: T };
-
 /** A failed call; `status` 0: no HTTP answer; `location`: a redirect's target. */
 export type OvFailure = { ok: false; status: number; kind: FailureKind; error: OvError; location?: string };
-
 export type OvResponse<T> = OvSuccess<T> | OvFailure;
-
 export function failure(kind: FailureKind, status: number, error: OvError, location?: string): OvFailure {
   return { ok: false, status, kind, error, ...(location ? { location } : {}) };
 }
@@ -61,20 +45,16 @@ export function cleanFailure(f: OvFailure, secrets: readonly string[]): OvFailur
 }
 
 /** The codes of a 4xx that refuse a request for good. */
-const FINAL_CODES = new Set(
-  "INVALID_ARGUMENT INVALID_URI UNSUPPORTED_URI UNSUPPORTED_MODE SKILL_INVALID INVALID_FILTER NOT_FOUND"
-    .split(" "),
-);
+// deno-fmt-ignore
+const FINAL_CODES = new Set(["INVALID_ARGUMENT", "INVALID_URI", "UNSUPPORTED_URI", "UNSUPPORTED_MODE", "SKILL_INVALID", "INVALID_FILTER", "NOT_FOUND"]);
 const AUTH_CODES = new Set(["UNAUTHENTICATED", "PERMISSION_DENIED"]);
-
 /** A raw HTTP answer, its body already bounded. */
-export type RawReply = {
-  status: number;
-  location?: string | null;
-  contentType?: string | null;
-  text: string;
-  origin: string;
-};
+export type RawReply =
+  & { status: number; location?: string | null; contentType?: string | null }
+  & Record<
+    "text" | "origin",
+    string
+  >;
 
 /** OpenViking's envelope: a JSON object whose `status` is "ok" or "error". */
 function envelopeOf(text: string): JsonRecord | undefined {
@@ -83,8 +63,6 @@ function envelopeOf(text: string): JsonRecord | undefined {
 }
 
 const MESSAGE_CHARS = 300;
-
-/** The server's words in a parsed error body. */
 function wordsOf(body: unknown): string | undefined {
   if (!isRecord(body)) return undefined;
   const e = body.error;
@@ -98,8 +76,7 @@ export function serverMessageOf(text: string): string {
   return trimmed ? wordsOf(parseJsonOrUndefined(trimmed)) ?? trimmed.slice(0, MESSAGE_CHARS) : "";
 }
 
-function errorOf(body: JsonRecord, status: number): OvError {
-  const e = isRecord(body.error) ? body.error : {};
+function errorOf(body: JsonRecord, status: number, e = asRecord(body.error)): OvError {
   return {
     code: typeof e.code === "string" ? e.code : undefined,
     message: wordsOf(body) ?? `HTTP ${status}`,
@@ -110,11 +87,9 @@ function errorOf(body: JsonRecord, status: number): OvError {
 /** Whether an error is a model provider's answer (or silence) the server passes on (its 401: not our key). */
 const fromUpstream = (e: OvError) =>
   (isRecord(e.details) && "upstream_message" in e.details) || /^Upstream model\b/.test(e.message);
-
 /** Whether a 404 envelope names a missing resource rather than a missing route. */
 const namesResource = ({ details: d }: OvError) =>
   isRecord(d) && [d.resource, d.type, d.uri].some((v) => typeof v === "string");
-
 /** A printable description of a body that is not OpenViking's. */
 function sampleOf(text: string, contentType: string | null | undefined): string {
   if (!text.trim()) return "an empty body";
@@ -180,7 +155,6 @@ type BodyStop =
   | { kind: "too-large"; limitBytes: number }
   | { kind: "stalled"; ms: number }
   | { kind: "cut"; cause: unknown };
-
 /** A body read within `maxBytes`, `idleMs` and `signal`; a bound cancels it, keeps what came, says why. */
 export async function readBody(
   response: Response,
@@ -221,10 +195,8 @@ export async function readBody(
 export type ClientOptions =
   & Partial<Pick<Config, "apiKey" | "account" | "user" | "peerId">>
   & { baseUrl: string; userAgent: string; timeoutMs: number; fetch?: typeof fetch };
-
 /** The schema of a result nobody reads (writes). */
 export const AnyResult: z.ZodMiniUnknown = z.unknown();
-
 /**
  * Options of one request; `peerId` null = none; `maxReplyBytes` default 1 MiB; a `FormData` body goes as it is;
  * `binary`: an OK reply that is not JSON is its bytes (checked by the schema).
@@ -245,7 +217,7 @@ export interface OpenVikingClient {
     method: string,
     path: string,
     schema: S,
-    options?: RequestOptions,
+    o?: RequestOptions,
   ): Promise<OvResponse<z.output<S>>>;
 }
 
@@ -273,48 +245,6 @@ function noAnswer(timedOut: boolean, timeout: number, late: string, why: string,
   });
 }
 
-/** One request's reply, classified and checked against `schema`, or the failure that stopped it. */
-async function exchange<S extends z.ZodMiniType>(
-  doFetch: typeof fetch,
-  url: URL,
-  init: { method: string; headers: Headers; body?: BodyInit },
-  limits: { timeout: number; maxBytes: number; schema: S; what: string; binary?: boolean },
-): Promise<OvResponse<z.output<S>>> {
-  const { timeout, maxBytes } = limits;
-  const origin = withoutUserinfo(url.origin);
-  const signal = AbortSignal.timeout(Math.max(1, timeout));
-  let response: Response;
-  try {
-    response = await doFetch(url, { ...init, signal, redirect: "manual" });
-  } catch (error) {
-    const why = `cannot reach ${origin}: ${withoutUserinfo((error as Error).message)}`;
-    const connect = /\(Connect\)/.test(String((error as Error).cause ?? ""));
-    return noAnswer(signal.aborted, timeout, `no answer from ${origin}`, why, connect);
-  }
-  const body = await readBody(response, { maxBytes, signal });
-  if (body.stop?.kind === "too-large") {
-    const message = `the reply from ${origin} is larger than ${maxBytes} bytes; it was not read`;
-    return failure("too-large", response.status, { code: "TOO_LARGE", message });
-  }
-  if (body.stop) {
-    const cause = body.stop.kind === "cut"
-      ? String((body.stop.cause as Error)?.message ?? body.stop.cause)
-      : "";
-    const why = `the reply from ${origin} was cut: ${withoutUserinfo(cause)}`;
-    return noAnswer(signal.aborted, timeout, `the reply from ${origin} did not finish`, why);
-  }
-  const [status, contentType] = [response.status, response.headers.get("content-type")];
-  const bytes = limits.binary && response.ok && !/json/.test(contentType ?? "");
-  const reply = bytes ? { ok: true as const, status, result: body.bytes } : classifyReply({
-    status,
-    location: response.headers.get("location"),
-    contentType,
-    text: new TextDecoder().decode(body.bytes),
-    origin,
-  });
-  return reply.ok ? checkResult(reply, limits.schema, `${origin} ${limits.what}`) : reply;
-}
-
 /**
  * A client of the server `config` names, as its identity, with `peerId` as the actor peer, and overrides;
  * `down`: every request fails at once with these words, sending nothing.
@@ -326,34 +256,65 @@ export function createClient(
 ): OpenVikingClient {
   const { baseUrl, apiKey, account, user, userAgent, timeoutMs, fetch: f } = config;
   const options = { baseUrl, apiKey, account, user, peerId, userAgent, timeoutMs, fetch: f, ...overrides };
-  const doFetch = options.fetch ?? fetch;
   const base = options.baseUrl.replace(/\/+$/, "");
   const secrets = options.apiKey ? [options.apiKey] : [];
+  /** One request's reply, classified and checked against `schema`, or the failure that stopped it. */
+  async function exchange<S extends z.ZodMiniType>(
+    method: string,
+    path: string,
+    schema: S,
+    req: RequestOptions,
+  ) {
+    // Known silent (`down` says why): nothing is sent, as when the connection is refused.
+    if (down !== undefined) return failure("unreachable", 0, { code: "CONNECT", message: down });
+    const left = req.budget?.remaining() ?? Infinity;
+    if (left < 50) return failure("unreachable", 0, { code: "BUDGET_SPENT", message: "time budget spent" });
+    const url = new URL(base + path);
+    for (const [k, v] of Object.entries(req.query ?? {})) {
+      if (v !== undefined) url.searchParams.set(k, String(v));
+    }
+    const [hasBody, form] = [req.body !== undefined, req.body instanceof FormData];
+    const identity = path === "/health" ? { ...options, apiKey: undefined } : options;
+    const headers = buildHeaders(identity, req.peerId, hasBody && !form);
+    const body = form ? req.body as FormData : hasBody ? JSON.stringify(req.body) : undefined;
+    const [timeout, maxBytes] = [
+      Math.min(req.timeoutMs ?? options.timeoutMs, left),
+      req.maxReplyBytes ?? 1 << 20,
+    ];
+    const origin = withoutUserinfo(url.origin);
+    const signal = AbortSignal.timeout(Math.max(1, timeout));
+    let response: Response;
+    try {
+      response = await (options.fetch ?? fetch)(url, { method, headers, body, signal, redirect: "manual" });
+    } catch (error) {
+      const why = `cannot reach ${origin}: ${withoutUserinfo((error as Error).message)}`;
+      const connect = /\(Connect\)/.test(String((error as Error).cause ?? ""));
+      return noAnswer(signal.aborted, timeout, `no answer from ${origin}`, why, connect);
+    }
+    const read = await readBody(response, { maxBytes, signal });
+    if (read.stop?.kind === "too-large") {
+      const message = `the reply from ${origin} is larger than ${maxBytes} bytes; it was not read`;
+      return failure("too-large", response.status, { code: "TOO_LARGE", message });
+    }
+    if (read.stop) {
+      const cause = read.stop.kind === "cut"
+        ? String((read.stop.cause as Error)?.message ?? read.stop.cause)
+        : "";
+      const why = `the reply from ${origin} was cut: ${withoutUserinfo(cause)}`;
+      return noAnswer(signal.aborted, timeout, `the reply from ${origin} did not finish`, why);
+    }
+    const [status, contentType] = [response.status, response.headers.get("content-type")];
+    const bytes = req.binary && response.ok && !/json/.test(contentType ?? "");
+    const text = bytes ? "" : new TextDecoder().decode(read.bytes);
+    const reply = bytes
+      ? { ok: true as const, status, result: read.bytes }
+      : classifyReply({ status, location: response.headers.get("location"), contentType, text, origin });
+    return reply.ok ? checkResult(reply, schema, `${origin} ${method} ${path}`) : reply;
+  }
   return {
     options,
     async request(method, path, schema, req = {}) {
-      // Known silent (`down` says why): nothing is sent, as when the connection is refused.
-      if (down !== undefined) return failure("unreachable", 0, { code: "CONNECT", message: down });
-      const left = req.budget?.remaining() ?? Infinity;
-      if (left < 50) return failure("unreachable", 0, { code: "BUDGET_SPENT", message: "time budget spent" });
-      const url = new URL(base + path);
-      for (const [k, v] of Object.entries(req.query ?? {})) {
-        if (v !== undefined) url.searchParams.set(k, String(v));
-      }
-      const [hasBody, form] = [req.body !== undefined, req.body instanceof FormData];
-      const identity = path === "/health" ? { ...options, apiKey: undefined } : options;
-      const init = {
-        method,
-        headers: buildHeaders(identity, req.peerId, hasBody && !form),
-        body: form ? req.body as FormData : hasBody ? JSON.stringify(req.body) : undefined,
-      };
-      const r = await exchange(doFetch, url, init, {
-        timeout: Math.min(req.timeoutMs ?? options.timeoutMs, left),
-        maxBytes: req.maxReplyBytes ?? 1 << 20,
-        schema,
-        what: `${method} ${path}`,
-        binary: req.binary,
-      });
+      const r = await exchange(method, path, schema, req);
       return r.ok ? r : cleanFailure(r, secrets);
     },
   };

@@ -29,6 +29,7 @@ const env = (status: "ok" | "error", extra: Record<string, unknown> = {}) =>
 const err = (code: string, message = "m", details?: unknown) =>
   env("error", { error: { code, message, ...(details ? { details } : {}) } });
 
+// deno-fmt-ignore: one reply a line, a table
 const CASES: [string, number, string, FailureKind | "ok", Record<string, string>?][] = [
   ["envelope ok", 200, env("ok", { result: { a: 1 } }), "ok"],
   ["/health (fields beside status)", 200, env("ok", { healthy: true, version: "0.5.2" }), "ok"],
@@ -40,12 +41,7 @@ const CASES: [string, number, string, FailureKind | "ok", Record<string, string>
   ["HTML 404", 404, "<h1>404</h1>", "not-openviking"],
   ["OpenViking route 404", 404, err("NOT_FOUND", "Not Found"), "missing-route"],
   ["OpenViking 405", 405, err("METHOD_NOT_ALLOWED"), "missing-route"],
-  [
-    "session not found",
-    404,
-    err("NOT_FOUND", "Not found: kc-x", { type: "session", resource: "kc-x" }),
-    "rejected",
-  ],
+  ["session not found", 404, err("NOT_FOUND", "Not found: kc-x", { type: "session", resource: "kc-x" }), "rejected"],
   ["invalid argument", 400, err("INVALID_ARGUMENT"), "rejected"],
   ["too long (OpenViking)", 413, err("INVALID_ARGUMENT"), "rejected"],
   ["too long (proxy)", 413, "<html>413 Request Entity Too Large</html>", "not-openviking"],
@@ -54,42 +50,13 @@ const CASES: [string, number, string, FailureKind | "ok", Record<string, string>
   ["an error envelope with no code, in a 200", 200, env("error"), "server"],
   ["an error envelope with no code, in a 400", 400, env("error", { error: { message: "no" } }), "server"],
   ["a final code in a 200", 200, err("INVALID_ARGUMENT"), "server"],
-  [
-    "an ok envelope with a final code, in a 400",
-    400,
-    env("ok", { error: { code: "INVALID_ARGUMENT" } }),
-    "server",
-  ],
+  ["an ok envelope with a final code, in a 400", 400, env("ok", { error: { code: "INVALID_ARGUMENT" } }), "server"],
   ["a code OpenViking does not send", 400, err("NO_SUCH_CODE"), "server"],
-  [
-    "an upstream model refused the server's request",
-    400,
-    err("INVALID_ARGUMENT", "Upstream model request was rejected (HTTP 400)", {
-      upstream_message: "bad model",
-    }),
-    "model",
-  ],
+  ["an upstream model refused the server's request", 400, err("INVALID_ARGUMENT", "Upstream model request was rejected (HTTP 400)", { upstream_message: "bad model" }), "model"],
   // A model provider refusing the server's key is passed on as a 401: the server's model, not our key.
-  [
-    "an upstream model refused the server's key",
-    401,
-    err("UNAUTHENTICATED", "Upstream model authentication failed (HTTP 401): Incorrect API key", {
-      upstream_message: "Incorrect API key",
-    }),
-    "model",
-  ],
-  [
-    "an upstream 401 without details",
-    401,
-    err("UNAUTHENTICATED", "Upstream model authentication failed"),
-    "model",
-  ],
-  [
-    "the server's embedding model unreachable",
-    503,
-    err("UNAVAILABLE", "Upstream model service unavailable: Connect call failed", { upstream_message: "x" }),
-    "model",
-  ],
+  ["an upstream model refused the server's key", 401, err("UNAUTHENTICATED", "Upstream model authentication failed (HTTP 401): Incorrect API key", { upstream_message: "Incorrect API key" }), "model"],
+  ["an upstream 401 without details", 401, err("UNAUTHENTICATED", "Upstream model authentication failed"), "model"],
+  ["the server's embedding model unreachable", 503, err("UNAVAILABLE", "Upstream model service unavailable: Connect call failed", { upstream_message: "x" }), "model"],
   ["401 envelope", 401, err("UNAUTHENTICATED"), "auth"],
   ["401 bare", 401, "Unauthorized", "auth"],
   ["403", 403, err("PERMISSION_DENIED"), "auth"],

@@ -1,37 +1,18 @@
-/**
- * Configuration: connection and identity from the environment, ovcli.conf and ov.conf (the rules of
- * OpenViking's other plugins), and every knob (`KNOBS`). Resolution is pure; only `loadConfig` reads files.
- */
+/** Connection and identity from env, ovcli.conf and ov.conf, and every knob; only `loadConfig` reads files. */
 
 import { parseJsonOrUndefined, readRegularTextSync, settled, SMALL_FILE_MAX_BYTES } from "../lib/fs.ts";
 import { asRecord, type JsonRecord } from "../lib/parsed.ts";
 import { withoutUserinfo } from "../lib/redact.ts";
-import {
-  absoluteOverride,
-  defaultLogPath,
-  type Env,
-  ignoredOverrides,
-  isAbsolutePath,
-  joinPath,
-  noHomeReason,
-  openVikingHome,
-  orNoHome,
-} from "../lib/paths.ts";
+import * as paths from "../lib/paths.ts";
+import type { Env } from "../lib/paths.ts";
 import { USER_AGENT } from "../lib/version.ts";
 import { commandName } from "../lib/self.ts";
 
 /** Default server address, as every OpenViking client's. */
 export const DEFAULT_BASE_URL = "http://127.0.0.1:1933";
-
 type CredentialMode = "env" | "cli" | "auto";
-
-/**
- * Connection and identity. `peerId`: an explicit actor peer ("" = derive from the workspace);
- * `credentialSource`: "env", "ovcli.conf", "ov.conf" or "default"; `apiKeySource`: where the key came from
- * ("none"); `apiKeyOrigin`: the origin a file's key was saved for ("" = any): {@link keyFor} sends it there only.
- */
+/** Connection and identity; `apiKeyOrigin`: the origin a file's key was saved for ("" = any). */
 type Credentials = ReturnType<typeof resolveCredentials>;
-
 /** Raw inputs to resolution: parsed files, workspace files nearest first. */
 export interface ConfigSources {
   env: Env;
@@ -43,13 +24,11 @@ export interface ConfigSources {
 }
 
 const str = (v: unknown): string => (typeof v === "string" ? v.trim() : "");
-
-/** `OPENVIKING_CREDENTIAL_SOURCE`'s values (`environment`: the last version's spelling of `env`). */
 const CREDENTIAL_MODES = new Map<string, CredentialMode>(
   Object.entries({ env: "env", environment: "env", ovcli: "cli", auto: "auto", "": "auto" }),
 );
 
-/** Credential mode from `OPENVIKING_CREDENTIAL_SOURCE`: `env`, `ovcli`, `auto`; else `auto` (a warning). */
+/** Credential mode from `OPENVIKING_CREDENTIAL_SOURCE`: `env` (`environment`), `ovcli`, `auto`; else `auto`, warned. */
 export function credentialMode(env: Env, warnings: string[] = []): CredentialMode {
   const raw = env.OPENVIKING_CREDENTIAL_SOURCE ?? "";
   const mode = CREDENTIAL_MODES.get(raw.trim().toLowerCase());
@@ -128,7 +107,6 @@ function layer(source: string, keySource: string, origin: string, record: JsonRe
   return { source, keySource, origin, url, key, account, user, peerId };
 }
 type Layer = ReturnType<typeof layer>;
-
 /**
  * Resolves connection and identity as OpenViking's shared plugin runtime does: the URL from env, ovcli.conf,
  * ov.conf (`env` mode skips ovcli.conf, `ovcli` mode env); key and identity from all three, or from ovcli.conf
@@ -138,8 +116,7 @@ type Layer = ReturnType<typeof layer>;
 function resolveCredentials(sources: ConfigSources, warnings: string[]) {
   const { env } = sources;
   const mode = credentialMode(env, warnings);
-  const cli = asRecord(sources.ovcli);
-  const ov = asRecord(sources.ovconf);
+  const [cli, ov] = [asRecord(sources.ovcli), asRecord(sources.ovconf)];
   const [server, client] = [asRecord(ov.server), asRecord(ov.kimicode)];
   const host = str(server.host) === "0.0.0.0" || !str(server.host) ? "127.0.0.1" : str(server.host);
   const port = typeof server.port === "number" || str(server.port) ? String(server.port) : "1933";
@@ -193,18 +170,11 @@ function resolveCredentials(sources: ConfigSources, warnings: string[]) {
   };
 }
 
-/** A knob's parser: the value, or it throws why the value is unusable. */
 type Parser<T> = (value: unknown) => T;
 const refuse = (reason: string): never => {
   throw new Error(reason);
 };
-
-const BOOL_WORDS = new Map([
-  ...["1", "true", "yes", "on"].map((w): [string, boolean] => [w, true]),
-  ...["0", "false", "no", "off"].map((w): [string, boolean] => [w, false]),
-]);
-
-/** A boolean, or 1/0, true/false, yes/no, on/off. */
+const BOOL_WORDS = new Map(["1", "true", "yes", "on", "0", "false", "no", "off"].map((w, i) => [w, i < 4]));
 const boolKnob: Parser<boolean> = (raw) => {
   const v = typeof raw === "string" ? BOOL_WORDS.get(raw.trim().toLowerCase()) : raw;
   return typeof v === "boolean" ? v : refuse("expected boolean");
@@ -221,7 +191,6 @@ function numKnob(min: number, max: number, int = true): Parser<number> {
   };
 }
 
-/** One of `values`, case-insensitive. */
 function enumKnob<const T extends readonly [string, ...string[]]>(values: T): Parser<T[number]> {
   const words = `must be ${values.map((v) => JSON.stringify(v)).join(" or ")}`;
   return (raw) => {
@@ -230,7 +199,6 @@ function enumKnob<const T extends readonly [string, ...string[]]>(values: T): Pa
   };
 }
 
-/** A comma-separated string or an array of strings. */
 const listKnob: Parser<string[]> = (raw) => {
   if (typeof raw === "string") return raw.split(",").map((s) => s.trim()).filter(Boolean);
   if (!Array.isArray(raw)) return refuse("expected array");
@@ -239,43 +207,30 @@ const listKnob: Parser<string[]> = (raw) => {
 
 const pathKnob: Parser<string> = (raw) =>
   typeof raw !== "string" ? refuse("expected string") : raw || refuse("needs at least 1 character");
-
 /** What a workspace file may do with a knob, against the user's value; `may` words it ("" = nothing). */
-type WorkspaceRule = { allows: (asked: unknown, user: unknown) => boolean; may: string };
-
-const NEVER: WorkspaceRule = { allows: () => false, may: "" };
-const LOWER: WorkspaceRule = { allows: (asked, user) => Number(asked) <= Number(user), may: "lower it" };
-const RAISE: WorkspaceRule = { allows: (asked, user) => Number(asked) >= Number(user), may: "raise it" };
+type WorkspaceRule = { may: string; allows: (asked: unknown, user: unknown) => boolean };
+const NEVER: WorkspaceRule = { may: "", allows: () => false };
+const LOWER: WorkspaceRule = { may: "lower it", allows: (asked, user) => Number(asked) <= Number(user) };
+const RAISE: WorkspaceRule = { may: "raise it", allows: (asked, user) => Number(asked) >= Number(user) };
 const ADD: WorkspaceRule = {
-  allows: (asked, user) => (user as string[]).every((item) => (asked as string[]).includes(item)),
   may: "add to it",
+  allows: (a, u) => (u as string[]).every((x) => (a as string[]).includes(x)),
 };
-/** The user's value, or `strict`. */
-const toward = (strict: unknown, may: string): WorkspaceRule => ({
-  allows: (asked, user) => asked === strict || asked === user,
-  may,
-});
-/** Recall scopes, widest first. */
+const OFF: WorkspaceRule = { may: "turn it off", allows: (asked, user) => asked === false || asked === user };
+const ON: WorkspaceRule = { may: "turn it on", allows: (asked, user) => asked === true || asked === user };
+/** Recall scopes, widest first: a workspace may only narrow. */
 const SCOPES = ["all", "actor", "strict"] as const;
-/** The user's value or a narrower one of `order` (widest first). */
-const narrower = (order: readonly string[]): WorkspaceRule => ({
-  allows: (asked, user) => order.indexOf(String(asked)) >= order.indexOf(String(user)),
-  may: `set it to ${order.slice(1).map((v) => `"${v}"`).join(" or ")}`,
-});
-const OFF = toward(false, "turn it off");
-const ON = toward(true, "turn it on");
+const NARROWER: WorkspaceRule = {
+  may: `set it to ${SCOPES.slice(1).map((v) => `"${v}"`).join(" or ")}`,
+  allows: (asked, user) => SCOPES.indexOf(asked as "all") >= SCOPES.indexOf(user as "all"),
+};
 
-/** A knob: its variable, parser, default and workspace rule. */
-const knob = <T>(env: string, parse: Parser<T>, fallback: NoInfer<T>, workspace: WorkspaceRule) => ({
-  env,
-  parse,
-  default: fallback,
-  workspace,
-});
+function knob<T>(env: string, parse: Parser<T>, fallback: NoInfer<T>, workspace: WorkspaceRule) {
+  return { env, parse, default: fallback, workspace };
+}
 
 /** The commit policies, cheapest last. */
 export const COMMIT_POLICIES = ["every-turn", "balanced", "session-end"] as const;
-
 /**
  * Every knob: its variable, parser, default and what a workspace file may do with it. A knob whose effect
  * reaches other projects (the per-server breaker, unsure writes, other sessions' ledgers) is NEVER.
@@ -288,7 +243,7 @@ export const KNOBS = {
   bypassSession: knob("OPENVIKING_BYPASS_SESSION", boolKnob, false, ON),
   bypassSessionPatterns: knob("OPENVIKING_BYPASS_SESSION_PATTERNS", listKnob, [], ADD),
   scoreThreshold: knob("OPENVIKING_SCORE_THRESHOLD", numKnob(0, 1, false), 0.35, RAISE),
-  recallPeerScope: knob("OPENVIKING_RECALL_PEER_SCOPE", enumKnob(SCOPES), "all", narrower(SCOPES)),
+  recallPeerScope: knob("OPENVIKING_RECALL_PEER_SCOPE", enumKnob(SCOPES), "all", NARROWER),
   recallDigestLimit: knob("OPENVIKING_RECALL_DIGEST_LIMIT", numKnob(1, 50), 5, LOWER),
   recallDigestChars: knob("OPENVIKING_RECALL_DIGEST_CHARS", numKnob(300, 32_000), 1200, LOWER),
   minQueryLength: knob("OPENVIKING_MIN_QUERY_LENGTH", numKnob(0, 10_000), 3, RAISE),
@@ -311,9 +266,7 @@ export const KNOBS = {
 
 /** Resolved knob values; `debugLogPath` "" = no log (no home). */
 export type Settings = { [K in keyof typeof KNOBS]: ReturnType<(typeof KNOBS)[K]["parse"]> };
-
 const shown = (value: unknown) => JSON.stringify(value) ?? String(value);
-
 /** The first of `layers` that sets `name` (null counts as unset). */
 function firstSetting(layers: [string, JsonRecord][], name: string) {
   const layer = layers.find(([, l]) => l[name] !== undefined && l[name] !== null);
@@ -353,17 +306,14 @@ export function resolveSettings(
       try {
         parsed = k.parse(layer.value);
       } catch (error) {
-        warnings.push(
-          `${layer.where}: invalid value ${shown(layer.value)} (${(error as Error).message}); ${bad}`,
-        );
+        const why = `invalid value ${shown(layer.value)} (${(error as Error).message}); ${bad}`;
+        warnings.push(`${layer.where}: ${why}`);
         continue;
       }
       if (layer === asked && !k.workspace.allows(parsed, value)) {
         const may = k.workspace.may ? `may only ${k.workspace.may}` : "may not set it";
         warnings.push(`${asked.where}: ${shown(asked.value)} is ignored: a workspace file ${may}`);
-      } else {
-        value = parsed;
-      }
+      } else value = parsed;
     }
     settings[name] = value;
   }
@@ -395,19 +345,15 @@ function stricterOnly(shared: JsonRecord, warnings: string[]): JsonRecord {
 
 /** The log path: the knob if absolute, else the default; "" = no home. */
 function debugLogPath(knob: string, env: Env, warnings: string[]): string {
-  const explicit = absoluteOverride(knob, env);
+  const explicit = paths.absoluteOverride(knob, env);
   if (knob && !explicit) warnings.push(`debug log path "${knob}" is not an absolute path; using the default`);
-  return explicit ?? orNoHome(() => defaultLogPath(env)) ?? "";
+  return explicit ?? paths.orNoHome(() => paths.defaultLogPath(env)) ?? "";
 }
 
 /** Everything a command needs. */
 export type Config = Credentials & Settings & { userAgent: string };
-
 type Resolved = { config: Config; warnings: string[] };
-
-/** Connection fields a workspace file may never set. */
 const WORKSPACE_FORBIDDEN = ["url", "api_key", "apiKey", "baseUrl", "mcpUrl", "account", "user", "peerId"];
-
 /** Pure resolution of the full config from its sources. */
 export function resolveConfig(sources: ConfigSources): Resolved {
   const warnings: string[] = removedWarnings(sources.env);
@@ -418,10 +364,11 @@ export function resolveConfig(sources: ConfigSources): Resolved {
 
 /** Paths of ovcli.conf and ov.conf: absolute overrides, else under OpenViking's home ("" = no home). */
 export function credentialFilePaths(env: Env): { cli: string; ov: string } {
-  const inHome = (name: string) => orNoHome(() => joinPath(openVikingHome(env), name)) ?? "";
+  const inHome = (name: string) =>
+    paths.orNoHome(() => paths.joinPath(paths.openVikingHome(env), name)) ?? "";
   return {
-    cli: absoluteOverride(env.OPENVIKING_CLI_CONFIG_FILE, env) ?? inHome("ovcli.conf"),
-    ov: absoluteOverride(env.OPENVIKING_CONFIG_FILE, env) ?? inHome("ov.conf"),
+    cli: paths.absoluteOverride(env.OPENVIKING_CLI_CONFIG_FILE, env) ?? inHome("ovcli.conf"),
+    ov: paths.absoluteOverride(env.OPENVIKING_CONFIG_FILE, env) ?? inHome("ov.conf"),
   };
 }
 
@@ -439,10 +386,10 @@ function readJsonFile(path: string, warnings: string[]): unknown {
 
 /** Workspace settings files of an absolute `cwd`, nearest first, without connection fields (each warned of). */
 function readWorkspace(cwd: string | undefined, warnings: string[]): ConfigSources["workspace"] {
-  if (!cwd || !isAbsolutePath(cwd)) return [];
+  if (!cwd || !paths.isAbsolutePath(cwd)) return [];
   const out: { path: string; value: unknown }[] = [];
   for (const name of ["config.local.json", "config.json"]) {
-    const path = joinPath(cwd, ".openviking", name);
+    const path = paths.joinPath(cwd, ".openviking", name);
     const value = readJsonFile(path, warnings);
     if (value === undefined) continue;
     const o = { ...asRecord(value) };
@@ -460,10 +407,12 @@ function readWorkspace(cwd: string | undefined, warnings: string[]): ConfigSourc
 /** Reads the credential and workspace files and resolves the config; without a home, no workspace file. */
 export function loadConfig(env: Env, cwd?: string): Promise<Resolved> {
   return settled(() => {
-    const warnings: string[] = ignoredOverrides(env).map((o) => `${o} is not an absolute path; ignored`);
+    const warnings: string[] = paths.ignoredOverrides(env).map((o) =>
+      `${o} is not an absolute path; ignored`
+    );
     const { cli: cliConfigPath, ov: ovConfigPath } = credentialFilePaths(env);
     const [ovcli, ovconf] = [readJsonFile(cliConfigPath, warnings), readJsonFile(ovConfigPath, warnings)];
-    const workspace = noHomeReason(env) ? [] : readWorkspace(cwd, warnings);
+    const workspace = paths.noHomeReason(env) ? [] : readWorkspace(cwd, warnings);
     const resolved = resolveConfig({ env, ovcli, cliConfigPath, ovconf, ovConfigPath, workspace });
     return { config: resolved.config, warnings: [...warnings, ...resolved.warnings] };
   });

@@ -39,89 +39,23 @@ const CLI = "http://cli.example:1933";
 const LOCAL = (port: number) => `http://127.0.0.1:${port}`;
 type Sources = { env?: Record<string, string>; ovcli?: unknown; ovconf?: unknown };
 /** [what, the sources, the fields of the resolved config it must have]. */
+// deno-fmt-ignore: one case a line, a table
 const PRECEDENCE: [string, Sources, Record<string, string>][] = [
-  ["ov.conf only: 0.0.0.0 → loopback, its key and identity", { ovconf: OVCONF }, {
-    baseUrl: LOCAL(2000),
-    apiKey: "ov-key",
-    account: "ov-acct",
-    user: "ov-user",
-    peerId: "ov-peer",
-  }],
-  [
-    "ov.conf server.url wins over host/port",
-    { ovconf: { server: { url: "https://ov.example/", port: 1 } } },
-    { baseUrl: "https://ov.example", apiKey: "" },
-  ],
-  ["ov.conf's root_api_key is no client's key", { ovconf: { server: { root_api_key: "r" } } }, {
-    apiKey: "",
-    apiKeySource: "none",
-    baseUrl: LOCAL(1933),
-  }],
-  ["ovcli.conf beats ov.conf", { ovcli: OVCLI, ovconf: OVCONF }, {
-    baseUrl: CLI,
-    apiKey: "cli-key",
-    account: "cli-acct",
-    user: "cli-user",
-    peerId: "cli-peer",
-    credentialSource: "ovcli.conf",
-  }],
-  ["ovcli.conf alone decides", { ovcli: { url: "http://cli:1" }, ovconf: OVCONF }, {
-    apiKey: "",
-    account: "",
-    user: "",
-  }],
-  ["an env credential: env, then files", { env: { OPENVIKING_API_KEY: "e" }, ovcli: OVCLI }, {
-    baseUrl: CLI,
-    apiKey: "e",
-    account: "cli-acct",
-    credentialSource: "ovcli.conf",
-  }],
-  ["env URL beats ovcli's; its key stays home", { env: { OPENVIKING_URL: "http://e:9/" }, ovcli: OVCLI }, {
-    baseUrl: "http://e:9",
-    apiKey: "",
-    apiKeySource: "none",
-    credentialSource: "env",
-  }],
-  ["env URL at ovcli.conf's origin: its key goes", { env: { OPENVIKING_URL: `${CLI}/` }, ovcli: OVCLI }, {
-    apiKey: "cli-key",
-    apiKeyOrigin: CLI,
-  }],
-  ["ovcli.conf without url: key for the files' address", {
-    env: { OPENVIKING_URL: LOCAL(2000) },
-    ovcli: { api_key: "k" },
-    ovconf: { server: { port: 2000 } },
-  }, { apiKey: "k", apiKeySource: "ovcli.conf" }],
-  ["an env key goes wherever this run goes", {
-    env: { OPENVIKING_URL: "http://e:9", OPENVIKING_API_KEY: "e" },
-    ovcli: OVCLI,
-  }, { apiKey: "e", apiKeyOrigin: "" }],
-  ["OPENVIKING_BASE_URL", { env: { OPENVIKING_BASE_URL: "http://b.example" } }, {
-    baseUrl: "http://b.example",
-    mcpUrl: "http://b.example/mcp",
-  }],
-  ["env identity beats files", {
-    env: { OPENVIKING_ACCOUNT: "ea", OPENVIKING_USER: "eu", OPENVIKING_PEER_ID: "ep" },
-    ovcli: OVCLI,
-    ovconf: OVCONF,
-  }, { account: "ea", user: "eu", peerId: "ep" }],
-  ["explicit MCP URL", { env: { OPENVIKING_MCP_URL: "http://mcp.example/x" } }, {
-    mcpUrl: "http://mcp.example/x",
-    baseUrl: LOCAL(1933),
-  }],
-  ["mode ovcli ignores env URL and key", {
-    env: {
-      OPENVIKING_CREDENTIAL_SOURCE: "ovcli",
-      OPENVIKING_URL: "http://e:1",
-      OPENVIKING_API_KEY: "e",
-      OPENVIKING_MCP_URL: "http://e:1/mcp",
-    },
-    ovcli: OVCLI,
-  }, { baseUrl: CLI, apiKey: "cli-key", mcpUrl: `${CLI}/mcp` }],
-  ["mode env ignores ovcli url; ov.conf's key is its server's", {
-    env: { OPENVIKING_CREDENTIAL_SOURCE: "env" },
-    ovcli: OVCLI,
-    ovconf: OVCONF,
-  }, { baseUrl: LOCAL(2000), apiKey: "ov-key", apiKeySource: "ov.conf" }],
+  ["ov.conf only: 0.0.0.0 → loopback, its key and identity", { ovconf: OVCONF }, { baseUrl: LOCAL(2000), apiKey: "ov-key", account: "ov-acct", user: "ov-user", peerId: "ov-peer" }],
+  ["ov.conf server.url wins over host/port", { ovconf: { server: { url: "https://ov.example/", port: 1 } } }, { baseUrl: "https://ov.example", apiKey: "" }],
+  ["ov.conf's root_api_key is no client's key", { ovconf: { server: { root_api_key: "r" } } }, { apiKey: "", apiKeySource: "none", baseUrl: LOCAL(1933) }],
+  ["ovcli.conf beats ov.conf", { ovcli: OVCLI, ovconf: OVCONF }, { baseUrl: CLI, apiKey: "cli-key", account: "cli-acct", user: "cli-user", peerId: "cli-peer", credentialSource: "ovcli.conf" }],
+  ["ovcli.conf alone decides", { ovcli: { url: "http://cli:1" }, ovconf: OVCONF }, { apiKey: "", account: "", user: "" }],
+  ["an env credential: env, then files", { env: { OPENVIKING_API_KEY: "e" }, ovcli: OVCLI }, { baseUrl: CLI, apiKey: "e", account: "cli-acct", credentialSource: "ovcli.conf" }],
+  ["env URL beats ovcli's; its key stays home", { env: { OPENVIKING_URL: "http://e:9/" }, ovcli: OVCLI }, { baseUrl: "http://e:9", apiKey: "", apiKeySource: "none", credentialSource: "env" }],
+  ["env URL at ovcli.conf's origin: its key goes", { env: { OPENVIKING_URL: `${CLI}/` }, ovcli: OVCLI }, { apiKey: "cli-key", apiKeyOrigin: CLI }],
+  ["ovcli.conf without url: key for the files' address", { env: { OPENVIKING_URL: LOCAL(2000) }, ovcli: { api_key: "k" }, ovconf: { server: { port: 2000 } } }, { apiKey: "k", apiKeySource: "ovcli.conf" }],
+  ["an env key goes wherever this run goes", { env: { OPENVIKING_URL: "http://e:9", OPENVIKING_API_KEY: "e" }, ovcli: OVCLI }, { apiKey: "e", apiKeyOrigin: "" }],
+  ["OPENVIKING_BASE_URL", { env: { OPENVIKING_BASE_URL: "http://b.example" } }, { baseUrl: "http://b.example", mcpUrl: "http://b.example/mcp" }],
+  ["env identity beats files", { env: { OPENVIKING_ACCOUNT: "ea", OPENVIKING_USER: "eu", OPENVIKING_PEER_ID: "ep" }, ovcli: OVCLI, ovconf: OVCONF }, { account: "ea", user: "eu", peerId: "ep" }],
+  ["explicit MCP URL", { env: { OPENVIKING_MCP_URL: "http://mcp.example/x" } }, { mcpUrl: "http://mcp.example/x", baseUrl: LOCAL(1933) }],
+  ["mode ovcli ignores env URL and key", { env: { OPENVIKING_CREDENTIAL_SOURCE: "ovcli", OPENVIKING_URL: "http://e:1", OPENVIKING_API_KEY: "e", OPENVIKING_MCP_URL: "http://e:1/mcp" }, ovcli: OVCLI }, { baseUrl: CLI, apiKey: "cli-key", mcpUrl: `${CLI}/mcp` }],
+  ["mode env ignores ovcli url; ov.conf's key is its server's", { env: { OPENVIKING_CREDENTIAL_SOURCE: "env" }, ovcli: OVCLI, ovconf: OVCONF }, { baseUrl: LOCAL(2000), apiKey: "ov-key", apiKeySource: "ov.conf" }],
 ];
 
 Deno.test("credentials: precedence table env vs ovcli.conf vs ov.conf", () => {
@@ -342,18 +276,11 @@ type Name = keyof typeof KNOBS;
  * A knob's parser at its edges: [knob, where it is set, the value, what it resolves to, why it is refused].
  * A refused value warns once and leaves the default (an optional knob: absent).
  */
+// deno-fmt-ignore: one case a line, a table
 const PARSES: [Name, "env" | "file", unknown, unknown, string?][] = [
-  ...[["1", true], ["0", false], ["TRUE", true], [" yes ", true], ["On", true], ["OFF", false]].map((
-    [raw, want],
-  ): [Name, "env", unknown, unknown] => ["enabled", "env", raw, want]),
+  ...[["1", true], ["0", false], ["TRUE", true], [" yes ", true], ["On", true], ["OFF", false]].map(([raw, want]): [Name, "env", unknown, unknown] => ["enabled", "env", raw, want]),
   ["redact", "file", false, false],
-  ...["maybe", 1, 0, "", [], { a: 1 }].map((raw): [Name, "file", unknown, unknown, string] => [
-    "enabled",
-    "file",
-    raw,
-    true,
-    "expected boolean",
-  ]),
+  ...["maybe", 1, 0, "", [], { a: 1 }].map((raw): [Name, "file", unknown, unknown, string] => ["enabled", "file", raw, true, "expected boolean"]),
   ["recallDigestLimit", "env", " 7 ", 7],
   ["recallDigestLimit", "env", "0x10", 16],
   ["recallDigestLimit", "file", 1, 1],
@@ -364,9 +291,7 @@ const PARSES: [Name, "env" | "file", unknown, unknown, string?][] = [
   ["recallDigestLimit", "file", "1e3", 5, "must be at most 50"],
   ["recallDigestLimit", "file", 1.5, 5, "expected int"],
   ["recallDigestLimit", "file", "0.5", 5, "expected int"],
-  ...["lots", "", " ", "Infinity", "NaN", "1_000", true, [5]].map((
-    raw,
-  ): [Name, "file", unknown, unknown, string] => ["recallDigestLimit", "file", raw, 5, "expected number"]),
+  ...["lots", "", " ", "Infinity", "NaN", "1_000", true, [5]].map((raw): [Name, "file", unknown, unknown, string] => ["recallDigestLimit", "file", raw, 5, "expected number"]),
   ["recallDigestLimit", "file", 1e20, 5, "must be at most 50"],
   ["scoreThreshold", "env", "0.5", 0.5],
   ["scoreThreshold", "file", 0, 0],
@@ -375,13 +300,7 @@ const PARSES: [Name, "env" | "file", unknown, unknown, string?][] = [
   ["scoreThreshold", "file", -1, 0.35, "must be at least 0"],
   ["scoreThreshold", "file", "-Infinity", 0.35, "expected number"],
   ["recallPeerScope", "env", " Actor ", "actor"],
-  ...["svn", 1, ["all"], ""].map((raw): [Name, "file", unknown, unknown, string] => [
-    "recallPeerScope",
-    "file",
-    raw,
-    "all",
-    'must be "all" or "actor" or "strict"',
-  ]),
+  ...["svn", 1, ["all"], ""].map((raw): [Name, "file", unknown, unknown, string] => ["recallPeerScope", "file", raw, "all", 'must be "all" or "actor" or "strict"']),
   ["bypassSessionPatterns", "env", "a*, /tmp/** , ,", ["a*", "/tmp/**"]],
   ["bypassSessionPatterns", "file", "", []],
   ["bypassSessionPatterns", "file", [" a "], [" a "]],
@@ -436,22 +355,13 @@ type Case = [user: unknown, asked: unknown, taken: boolean];
 /** What a workspace file may do with a knob (README's table says the same words), and cases that show it. */
 type Allowed = { may: string; cases: Case[] };
 
-const off: Allowed = {
-  may: "turn it off",
-  cases: [[true, false, true], [false, true, false], [true, true, true]],
-};
-const on: Allowed = {
-  may: "turn it on",
-  cases: [[false, true, true], [true, false, false], [false, false, true]],
-};
-const lower = (lo: number, hi: number): Allowed => ({
-  may: "lower it",
-  cases: [[hi, lo, true], [lo, hi, false], [lo, lo, true]],
-});
-const raise = (lo: number, hi: number): Allowed => ({
-  may: "raise it",
-  cases: [[lo, hi, true], [hi, lo, false], [hi, hi, true]],
-});
+// deno-fmt-ignore: the rules' cases, one a line
+const [off, on, lower, raise] = [
+  { may: "turn it off", cases: [[true, false, true], [false, true, false], [true, true, true]] } as Allowed,
+  { may: "turn it on", cases: [[false, true, true], [true, false, false], [false, false, true]] } as Allowed,
+  (lo: number, hi: number): Allowed => ({ may: "lower it", cases: [[hi, lo, true], [lo, hi, false], [lo, lo, true]] }),
+  (lo: number, hi: number): Allowed => ({ may: "raise it", cases: [[lo, hi, true], [hi, lo, false], [hi, hi, true]] }),
+] as const;
 const never = (a: unknown, b: unknown): Allowed => ({ may: "", cases: [[a, b, false], [b, a, false]] });
 
 /** Every knob's rule for a workspace file: stricter, never weaker; never where data goes or who we are. */

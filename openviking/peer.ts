@@ -7,10 +7,8 @@ import type { Config } from "./config.ts";
 
 /** Ids the server accepts as `X-OpenViking-Actor-Peer`. */
 export const PEER_ID_PATTERN = /^[A-Za-z0-9_.@-]+$/;
-
 /** A resolved peer id ("" = none) and its source. */
 export type Peer = { peerId: string; source: "explicit" | "git-remote" | "git-root" | "cwd" | "none" };
-
 /** Whether the server accepts an id: the pattern, at most one `@`, not `.` or `..`. */
 export function isValidPeerId(id: string): boolean {
   return PEER_ID_PATTERN.test(id) && (id.match(/@/g) ?? []).length <= 1 && id !== "." && id !== "..";
@@ -19,11 +17,9 @@ export function isValidPeerId(id: string): boolean {
 /** `id`, at most 100 characters (a longer one cut, ending in a hash of `full`). */
 const capLength = async (id: string, full: string): Promise<string> =>
   id.length <= 100 ? id : `${id.slice(0, 87)}-${(await sha256Hex(full)).slice(0, 12)}`;
-
 /** A path as a peer id: every non-alphanumeric character becomes `-` (the other plugins' rule). */
 const pathPeerId = async (path: string) =>
   path ? await capLength(path.replace(/[^A-Za-z0-9]/g, "-"), path) : "";
-
 /** A git remote URL as lower-case `host/path` (no user, port or `.git`); "" if unusable. */
 export function normalizeRemote(url: string): string {
   const s = url.trim();
@@ -51,50 +47,38 @@ export async function remotePeerId(normalized: string): Promise<string> {
 
 /** The URL of remote `origin` (else the first remote) in a git config. */
 export function remoteUrlFromGitConfig(text: string): string {
-  let section = "";
   const urls = new Map<string, string>();
-  for (const raw of text.split(/\r?\n/)) {
-    const line = raw.trim();
-    if (!line || line.startsWith("#") || line.startsWith(";")) continue;
+  let section: string | undefined;
+  for (const line of text.split(/\r?\n/).map((l) => l.trim())) {
     const header = /^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]/.exec(line);
-    if (header) {
-      section = header[1].toLowerCase() === "remote" && header[2] !== undefined ? header[2] : "";
-      continue;
-    }
-    if (!section) continue;
-    const kv = /^url\s*=\s*(.*)$/i.exec(line);
-    if (kv && !urls.has(section)) urls.set(section, kv[1].replace(/^"(.*)"$/, "$1").trim());
+    if (header) section = header[1].toLowerCase() === "remote" ? header[2] : undefined;
+    const url = section && /^url\s*=\s*(.*)$/i.exec(line);
+    if (url && !urls.has(section!)) urls.set(section!, url[1].replace(/^"(.*)"$/, "$1").trim());
   }
   return urls.get("origin") ?? urls.values().next().value ?? "";
 }
 
 /** A workspace file, when it is a regular one of sane size (a FIFO or device at .git/config would block). */
 const readText = (path: string) => readTextIfExists(path, SMALL_FILE_MAX_BYTES).catch(() => undefined);
+const resolved = (base: string, path: string) => isAbsolutePath(path) ? path : joinPath(base, path);
 
-/** The git work-tree root at or above `cwd` and its config file. */
+/** The git work-tree root at or above `cwd` and its config file (a worktree's `.git` file and `commondir` followed). */
 async function findGitRepo(cwd: string): Promise<{ root: string; configPath: string } | undefined> {
-  let dir = cwd.replace(/[\\/]+$/, "") || "/";
-  for (let depth = 0; depth < 64; depth++) {
+  for (let [dir, depth] = [cwd.replace(/[\\/]+$/, "") || "/", 0]; depth < 64; depth++) {
     const dotGit = joinPath(dir, ".git");
-    try {
-      const info = await Deno.stat(dotGit);
-      let gitDir = dotGit;
-      if (info.isFile) {
-        const m = /^gitdir:\s*(.+)$/m.exec((await readText(dotGit)) ?? "");
-        if (!m) return undefined;
-        gitDir = isAbsolutePath(m[1].trim()) ? m[1].trim() : joinPath(dir, m[1].trim());
-        const common = (await readText(joinPath(gitDir, "commondir")))?.trim();
-        if (common) gitDir = isAbsolutePath(common) ? common : joinPath(gitDir, common);
-      }
-      return { root: dir, configPath: joinPath(gitDir, "config") };
-    } catch {
-      // not here: go up
+    const info = await Deno.stat(dotGit).catch(() => undefined);
+    if (info?.isFile) {
+      const m = /^gitdir:\s*(.+)$/m.exec((await readText(dotGit)) ?? "");
+      if (!m) return undefined;
+      const gitDir = resolved(dir, m[1].trim());
+      const common = (await readText(joinPath(gitDir, "commondir")))?.trim();
+      return { root: dir, configPath: joinPath(common ? resolved(gitDir, common) : gitDir, "config") };
     }
+    if (info) return { root: dir, configPath: joinPath(dotGit, "config") };
     const parent = dirName(dir);
     if (!parent || parent === dir) return undefined;
     dir = parent;
   }
-  return undefined;
 }
 
 /** The actor peer of a workspace: explicit, git remote, git root, cwd, or none. */

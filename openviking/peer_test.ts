@@ -61,18 +61,14 @@ Deno.test("resolvePeer: git remote from a subdirectory, worktree .git file, git 
   const bare = `${dir.path}/norepo-remote`;
   await Deno.mkdir(`${bare}/.git`, { recursive: true });
   await Deno.writeTextFile(`${bare}/.git/config`, `[core]\n`);
-  assertEquals(await resolvePeer(bare, opts), {
-    peerId: bare.replace(/[^A-Za-z0-9]/g, "-"),
-    source: "git-root",
-  });
+  const root = { peerId: bare.replace(/[^A-Za-z0-9]/g, "-"), source: "git-root" };
+  assertEquals(await resolvePeer(bare, opts), root);
 
   const plain = await resolvePeer("/tmp/some where/ünïcode", opts);
   assertTrue(plain.source === "cwd" && isValidPeerId(plain.peerId), plain.peerId);
 
-  assertEquals(await resolvePeer(repo, { ...opts, peerId: "me@laptop" }), {
-    peerId: "me@laptop",
-    source: "explicit",
-  });
+  const explicit = { peerId: "me@laptop", source: "explicit" };
+  assertEquals(await resolvePeer(repo, { ...opts, peerId: "me@laptop" }), explicit);
   assertEquals(await resolvePeer(repo, { ...opts, workspacePeer: false }), { peerId: "", source: "none" });
   assertEquals((await resolvePeer(repo, { ...opts, peerId: "bad/peer" })).source, "git-remote");
 });

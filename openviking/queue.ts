@@ -1,44 +1,25 @@
-/**
- * Writes to OpenViking sessions and the pending queue behind them. A write is a batch of messages or a commit;
- * what cannot go now waits in `<pending>/kimicode/<session>/<seq>-m<count>.json | <seq>-c.json` (one file per
- * write, created whole); what OpenViking refuses for good is kept in `kimicode-rejected/` (same form, bounded).
- * Each session's queue is replayed in order under its kernel lock, a write claimed by a rename while it goes.
- */
+/** Session writes, the queue behind them (`<pending>/kimicode/<session>/<seq>-<tag>.json`), refusals, replay. */
 
 import * as z from "zod/mini";
-import {
-  createExclusive,
-  ensurePrivateDir,
-  isAlreadyExists,
-  listDir,
-  parseJsonOrUndefined,
-  readTextIfExists,
-  removeAbandonedTemps,
-  writeFileAtomic,
-} from "../lib/fs.ts";
+import * as fs from "../lib/fs.ts";
 import { sha256Hex, stableStringify } from "../lib/hash.ts";
 import { withLock } from "../lib/lock.ts";
 import { asRecord, isRecord } from "../lib/parsed.ts";
 import { dirName, joinPath, safeId } from "../lib/paths.ts";
+import { base64Text } from "../lib/redact.ts";
 import { commandName } from "../lib/self.ts";
 import { AnyResult, type Budget, type OpenVikingClient, type OvFailure } from "./client.ts";
 
 /** Our queue's and the rejected place's subdirectories of the pending directory. */
 export const QUEUE_SUBDIR = "kimicode";
 export const REJECTED_SUBDIR = "kimicode-rejected";
-
 const MessageSchema = z.object({
   role: z.enum(["user", "assistant"]),
   content: z.string(),
   turn_id: z.optional(z.string()),
 });
 export type MessagePayload = z.infer<typeof MessageSchema>;
-
-/**
- * Where a write is meant to go: the server's base URL and the identity; `key`, a digest of the API key it was
- * queued under ("": none; never the key), and `owner`, the `account/user` that key names (none: a key that
- * names no user). A write without `key` was queued before keys were kept.
- */
+/** Where a write goes: URL, identity, `key` (a digest of its API key, "": none), `owner` (the user that key names). */
 export const DestinationSchema = z.object({
   url: z.string(),
   account: z.string(),
@@ -47,7 +28,6 @@ export const DestinationSchema = z.object({
   owner: z.optional(z.string()),
 });
 export type Destination = z.infer<typeof DestinationSchema>;
-
 /** The destination of a client's writes: its base URL without userinfo or trailing slash, account, user. */
 export function destinationOf(o: { baseUrl: string; account?: string; user?: string }): Destination {
   const url = URL.parse(o.baseUrl);
@@ -55,64 +35,35 @@ export function destinationOf(o: { baseUrl: string; account?: string; user?: str
   return { url: (url?.href ?? o.baseUrl).replace(/\/+$/, ""), account: o.account ?? "", user: o.user ?? "" };
 }
 
-/**
- * The `account/user` an OpenViking user key names: its first two base64url segments of three, as the server
- * itself reads them before it checks the secret (0.5 `api_keys/new.py parse_api_key`); undefined for any
- * other key.
- */
-function keyOwner(apiKey: string): string | undefined {
-  const parts = apiKey.split(".");
-  if (parts.length !== 3) return undefined;
-  const decode = (b: string) => {
-    try {
-      const bin = atob(b.replaceAll("-", "+").replaceAll("_", "/"));
-      return new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
-    } catch {
-      return "";
-    }
-  };
-  const [account, user] = parts.slice(0, 2).map(decode);
-  return account && user ? `${account}/${user}` : undefined;
-}
-
-/** The destination of `o`'s writes with its key's digest and owner: what writes are queued for. */
+/** The destination of `o`'s writes, its key's digest and owner (a user key's first two base64url segments). */
 export async function destinationFor(
   o: { baseUrl: string; account?: string; user?: string; apiKey?: string },
 ): Promise<Destination> {
+  const parts = o.apiKey?.split(".") ?? [];
+  const [account, user] = parts.length === 3 ? parts.map((p) => base64Text(p)) : [];
   const key = o.apiKey ? (await sha256Hex(`openviking-kimi key\n${o.apiKey}`)).slice(0, 16) : "";
-  const owner = o.apiKey ? keyOwner(o.apiKey) : undefined;
-  return { ...destinationOf(o), key, ...owner ? { owner } : {} };
+  return { ...destinationOf(o), key, ...account && user ? { owner: `${account}/${user}` } : {} };
 }
 
-/**
- * Whether an entry queued for `to` may go to `here`: the same server and identity, and the key it was queued
- * under, one naming the same owner (the server takes a key only as the user it names), or any key when it was
- * queued with none (no other user's key made it: the key the user gives later is its owner's); an entry
- * without `to` or `key` was queued before they were kept.
- */
+/** Whether an entry for `to` may go `here`: same server and identity; its key, its owner's, or any if none. */
 export const goesTo = (to: Destination | undefined, here: Destination): boolean =>
   !to ||
   (to.url === here.url && to.account === here.account && to.user === here.user &&
     (!to.key || to.key === here.key || (to.owner !== undefined && to.owner === here.owner)));
-
 /** Queued or refused writes in words, as status and doctor say them: "2 message(s), 1 commit(s) of 1 session(s)". */
 export const countWords = (c: { messages: number; commits: number; sessions?: number }): string =>
   `${c.messages} message(s), ${c.commits} commit(s)` +
   (c.sessions === undefined ? "" : ` of ${c.sessions} session(s)`);
-
-/** What queue files hold, from their names. */
 const countOf = (files: readonly { tag: string }[]) => ({
   messages: files.reduce((n, f) => n + (f.tag === "c" ? 0 : Number(f.tag.slice(1))), 0),
   commits: files.filter((f) => f.tag === "c").length,
 });
-
 /** A destination as the environment that names it: `OPENVIKING_URL=… OPENVIKING_API_KEY=<acme/coder's key>`. */
 export function placeWords(d: Destination): string {
   const key = d.key && `<${d.owner ? `${d.owner}'s key` : "the key they were queued under"}>`;
-  return Object.entries({ URL: d.url, ACCOUNT: d.account, USER: d.user, API_KEY: key }).filter(([, v]) => v)
-    .map(([k, v]) => `OPENVIKING_${k}=${v}`).join(" ");
+  return Object.entries({ URL: d.url, ACCOUNT: d.account, USER: d.user, API_KEY: key })
+    .filter(([, v]) => v).map(([k, v]) => `OPENVIKING_${k}=${v}`).join(" ");
 }
-
 /** Writes held for other destinations (per session), in words: what waits where and how to deliver it there. */
 export function elsewhereWords(held: readonly (Destination & ReturnType<typeof countOf>)[]) {
   const byPlace = new Map<string, ReturnType<typeof countOf>>();
@@ -122,11 +73,10 @@ export function elsewhereWords(held: readonly (Destination & ReturnType<typeof c
     byPlace.set(where, { messages: n.messages + d.messages, commits: n.commits + d.commits });
   }
   if (!byPlace.size) return undefined;
-  const places = [...byPlace];
-  const commands = places.map(([where]) => `\`${where} ${commandName()} replay\``).join(", ");
+  const commands = [...byPlace.keys()].map((where) => `\`${where} ${commandName()} replay\``).join(", ");
+  const summary = [...byPlace].map(([w, n]) => `${countWords(n)} are for another server or identity (${w})`);
   return {
-    summary: places.map(([where, n]) => `${countWords(n)} are for another server or identity (${where})`)
-      .join("; "),
+    summary: summary.join("; "),
     fix: `they are sent only there: run ${commands} (with that server's key in OPENVIKING_API_KEY if it ` +
       "needs one); they stay queued until then",
   };
@@ -146,8 +96,7 @@ export function elsewhereOf(sessions: QueueSummary["sessions"], here: Destinatio
   for (const r of behind) [n.messages, n.commits] = [n.messages + r.messages, n.commits + r.commits];
   return { ...words, summary: `${words.summary}; ${countWords(n)} for this server wait behind them` };
 }
-
-/** `unsure`: it may have reached the server; from then (`true`: at once) the session is asked before a resend; `to`: where it goes. */
+/** `unsure`: it may have reached the server; the session is asked before a resend from then (true: at once). */
 const ENTRY_BASE = {
   version: z.literal(1),
   sessionId: z.string().check(z.minLength(1)),
@@ -167,19 +116,13 @@ export const QueueEntrySchema = z.discriminatedUnion("kind", [
   z.object({ ...ENTRY_BASE, kind: z.literal("commit"), key: z.string() }),
 ]);
 export type QueueEntry = z.infer<typeof QueueEntrySchema>;
-
 /** Why a kept write was refused (status 0: never reached the server), and when. */
 const RejectionSchema = z.object({ at: z.number(), status: z.number(), message: z.string() });
-type Refusal = Omit<z.infer<typeof RejectionSchema>, "at">;
-
+type Refusal = { status: number; message: string };
 /** A write to send or keep: a queue entry without its place in the queue, made at `createdAt` (none: now). */
 type Unqueued<E> = E extends QueueEntry ? Omit<E, "version" | "seq" | "createdAt"> & { createdAt?: number }
   : never;
 type Write = Unqueued<QueueEntry>;
-
-/** `<seq>-<tag>.json`, or `<seq>-<tag>.<pid>.claim` when claimed by replay `pid`. */
-const QUEUE_FILE = /^(\d{10})-(m\d+|c)(?:\.json|\.(\d+)\.claim)$/;
-
 /** The dedupe key of a message: sha256 of session id and the payload with sorted keys. */
 export async function messageKey(sessionId: string, payload: MessagePayload): Promise<string> {
   return await sha256Hex(`addMessage\n${sessionId}\n${stableStringify(payload)}`);
@@ -192,44 +135,36 @@ export async function sessionQueueDir(pendingDir: string, sessionId: string, sub
 
 /** A file of a session's queue: tag `m<count>` or `c`; `claimedBy` the replay's pid. */
 type QueueFile = { name: string; seq: number; tag: string; claimedBy?: number };
-
-/** The file name of entry `seq` holding `holds` (an entry or its tag), claimed by `pid` if given. */
+/** The file name of entry `seq` holding `holds` (an entry or its tag): `<seq>-<tag>.json`, or `.<pid>.claim`. */
 function entryName(seq: number, holds: QueueEntry | string, pid?: number): string {
   const tag = typeof holds === "string" ? holds : holds.kind === "commit" ? "c" : `m${holds.messages.length}`;
   return `${String(seq).padStart(10, "0")}-${tag}${pid === undefined ? ".json" : `.${pid}.claim`}`;
 }
 
-/** The entries and claims of a queue directory, in sequence order. */
 async function queueFiles(dir: string): Promise<QueueFile[]> {
-  const out: QueueFile[] = [];
-  for (const e of await listDir(dir)) {
-    const m = e.isDirectory ? null : QUEUE_FILE.exec(e.name);
-    if (m) {
-      out.push({ name: e.name, seq: Number(m[1]), tag: m[2], claimedBy: m[3] ? Number(m[3]) : undefined });
-    }
-  }
-  return out.sort((a, b) => a.seq - b.seq);
+  return (await fs.listDir(dir)).flatMap((e) => {
+    const m = e.isDirectory ? null : /^(\d{10})-(m\d+|c)(?:\.json|\.(\d+)\.claim)$/.exec(e.name);
+    return m
+      ? [{ name: e.name, seq: Number(m[1]), tag: m[2], claimedBy: m[3] ? Number(m[3]) : undefined }]
+      : [];
+  }).sort((a, b) => a.seq - b.seq);
 }
 
-/** A queue file's JSON, read up to 128 MiB (above any entry we write: a message may be 10 M characters); undefined when missing, not a regular file, too large, unreadable or not JSON. */
+/** A queue file's JSON, up to 128 MiB (a message may be 10 M characters); undefined when it cannot be read. */
 const readQueueJson = async (path: string): Promise<unknown> =>
-  parseJsonOrUndefined(await readTextIfExists(path, 128 << 20).catch(() => undefined));
-
-/** An entry file, parsed; undefined when gone or not an entry. */
+  fs.parseJsonOrUndefined(await fs.readTextIfExists(path, 128 << 20).catch(() => undefined));
 const readEntry = async (path: string) => QueueEntrySchema.safeParse(await readQueueJson(path)).data;
-
-/** The session directories in `subdir`. */
 async function sessionDirs(pendingDir: string, subdir: string): Promise<string[]> {
   const root = joinPath(pendingDir, subdir);
-  return (await listDir(root)).filter((e) => e.isDirectory).map((e) => joinPath(root, e.name));
+  return (await fs.listDir(root)).filter((e) => e.isDirectory).map((e) => joinPath(root, e.name));
 }
 
-/** Each session directory in `subdir` (only `sessionId`'s if given, when there) with its files and first entry. */
+/** Each session directory in `subdir` (only `sessionId`'s if given) with its files and first entry. */
 async function sessionHeads(pendingDir: string, subdir: string, sessionId?: string) {
   const one = sessionId === undefined ? undefined : await sessionQueueDir(pendingDir, sessionId, subdir);
-  const there = one && await Deno.stat(one).then((i) => i.isDirectory, () => false);
+  const dirs = one ? await Deno.stat(one).then((i) => i.isDirectory ? [one] : [], () => []) : undefined;
   const out: { dir: string; files: QueueFile[]; first?: QueueEntry }[] = [];
-  for (const dir of one ? (there ? [one] : []) : await sessionDirs(pendingDir, subdir)) {
+  for (const dir of dirs ?? await sessionDirs(pendingDir, subdir)) { // one at a time: an entry may be 128 MiB
     const files = await queueFiles(dir);
     out.push({ dir, files, first: files.length ? await readEntry(joinPath(dir, files[0].name)) : undefined });
   }
@@ -238,16 +173,14 @@ async function sessionHeads(pendingDir: string, subdir: string, sessionId?: stri
 
 /** The suffix replay gives a queue file it cannot read (kept for the user). */
 const UNREADABLE = ".unreadable";
-
 /** The files set aside as unreadable. */
 export async function setAsideFiles(pendingDir: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const subdir of [QUEUE_SUBDIR, REJECTED_SUBDIR]) {
-    for (const dir of await sessionDirs(pendingDir, subdir)) {
-      for (const e of await listDir(dir)) if (e.name.endsWith(UNREADABLE)) out.push(joinPath(dir, e.name));
-    }
-  }
-  return out.sort();
+  const dirs = (await Promise.all([QUEUE_SUBDIR, REJECTED_SUBDIR].map((s) => sessionDirs(pendingDir, s))))
+    .flat();
+  const names = await Promise.all(
+    dirs.map(async (dir) => (await fs.listDir(dir)).map((e) => joinPath(dir, e.name))),
+  );
+  return names.flat().filter((path) => path.endsWith(UNREADABLE)).sort();
 }
 
 /** The set-aside files in words (status, doctor, replay). */
@@ -265,11 +198,9 @@ export function setAsideWords(files: readonly string[]): { summary: string; fix:
 /** Largest batch: the server's count limit, and a body size proxies accept. */
 export const BATCH_LIMIT = 100;
 export const BATCH_MAX_BYTES = 512 * 1024;
-
 /** The end of the next batch from `from` (at least one message). */
 export function nextBatchEnd(payloads: readonly MessagePayload[], from: number): number {
-  let bytes = 0;
-  let end = from;
+  let [bytes, end] = [0, from];
   while (end < payloads.length && end - from < BATCH_LIMIT) {
     bytes += new TextEncoder().encode(JSON.stringify(payloads[end])).length + 1;
     if (end > from && bytes > BATCH_MAX_BYTES) break;
@@ -281,24 +212,22 @@ export function nextBatchEnd(payloads: readonly MessagePayload[], from: number):
 /** The rejected place's bounds; past them the oldest writes go. */
 export const REJECTED_MAX_ENTRIES = 1000;
 export const REJECTED_MAX_BYTES = 16 * 1024 * 1024;
-
-/** Writes an entry per write (`extra` added to each) after seq `last` in `dir`; returns those stored (stops at the first failure). */
+/** Writes an entry per write (`extra` added) after seq `last` in `dir`; returns those stored (to the first failure). */
 async function appendEntries(dir: string, last: number, writes: Write[], extra = {}) {
   const stored: QueueEntry[] = [];
-  if (writes.length) await ensurePrivateDir(dir);
-  const createdAt = Date.now();
-  let seq = last;
+  if (writes.length) await fs.ensurePrivateDir(dir);
+  let [createdAt, seq] = [Date.now(), last];
   for (const w of writes) {
     const body = w.kind === "commit" ? { kind: w.kind, key: w.key } : { kind: w.kind, messages: w.messages };
-    for (let attempts = 1;; attempts++) {
-      const head = { version: 1, sessionId: w.sessionId, createdAt: w.createdAt ?? createdAt, to: w.to };
+    const head = { version: 1, sessionId: w.sessionId, createdAt: w.createdAt ?? createdAt, to: w.to };
+    for (let attempts = 1;; attempts++) { // a name taken: the next seq
       const e = { ...head, seq: ++seq, unsure: w.unsure, ...body, ...extra } as QueueEntry;
       try {
-        await createExclusive(joinPath(dir, entryName(seq, e)), `${JSON.stringify(e)}\n`);
+        await fs.createExclusive(joinPath(dir, entryName(seq, e)), `${JSON.stringify(e)}\n`);
         stored.push(e);
         break;
       } catch (error) {
-        if (!isAlreadyExists(error) || attempts > 100) return stored;
+        if (!fs.isAlreadyExists(error) || attempts > 100) return stored;
       }
     }
   }
@@ -307,13 +236,11 @@ async function appendEntries(dir: string, last: number, writes: Write[], extra =
 
 /** The dedupe keys an entry holds: its messages' keys, or `commit:<key>`. */
 const keysOf = (e: Write) => e.kind === "commit" ? [`commit:${e.key}`] : e.messages.map((m) => m.key);
-
-/** The dedupe keys of a session's queue files. */
-async function queuedKeys(dir: string, files: QueueFile[]): Promise<Set<string>> {
-  const keys = new Set<string>();
+async function queuedKeys(dir: string, files: QueueFile[]): Promise<string[]> {
+  const keys: string[] = [];
   for (const f of files) {
     const entry = await readEntry(joinPath(dir, f.name));
-    for (const k of entry ? keysOf(entry) : []) keys.add(k);
+    if (entry) keys.push(...keysOf(entry));
   }
   return keys;
 }
@@ -327,33 +254,29 @@ export class SessionQueue {
     private seq: number,
     private readonly keys: Set<string>,
   ) {}
-
   /** Opens the queue of `sessionId` under `pendingDir`; its new entries are for `to`. */
   static async open(pendingDir: string, sessionId: string, to: Destination | undefined) {
     const dir = await sessionQueueDir(pendingDir, sessionId);
-    await removeAbandonedTemps(dir);
+    await fs.removeAbandonedTemps(dir);
     const files = await queueFiles(dir);
-    return new SessionQueue(dir, sessionId, to, files.at(-1)?.seq ?? 0, await queuedKeys(dir, files));
+    const keys = new Set(await queuedKeys(dir, files));
+    return new SessionQueue(dir, sessionId, to, files.at(-1)?.seq ?? 0, keys);
   }
-
   /** Whether writes of the session wait in the queue. */
   get waiting(): boolean {
     return this.seq > 0;
   }
-
   /** Appends an entry per write (made at `createdAt`); returns how many were stored. */
   private async append(createdAt: number, writes: Write[]): Promise<number> {
     const head = { sessionId: this.sessionId, createdAt, to: this.to };
-    const stored = await appendEntries(this.dir, this.seq, writes.map((w) => ({ ...w, ...head }))).catch(
-      () => [],
-    );
+    const all = writes.map((w) => ({ ...w, ...head }));
+    const stored = await appendEntries(this.dir, this.seq, all).catch(() => []);
     for (const e of stored) {
       this.seq = e.seq;
       for (const k of keysOf(e)) this.keys.add(k);
     }
     return stored.length;
   }
-
   /** Queues new messages in batches (the first `unsure`, if given); returns the durably queued prefix. */
   async messages(payloads: readonly MessagePayload[], options: { now?: number; unsure?: number } = {}) {
     try {
@@ -376,7 +299,6 @@ export class SessionQueue {
       return 0;
     }
   }
-
   /** Queues the commit named `key` behind what is queued; false when it could not be stored. */
   async commit(key: string, now = Date.now()): Promise<boolean> {
     return this.keys.has(`commit:${key}`) ||
@@ -386,12 +308,11 @@ export class SessionQueue {
 
 /** Dedupe keys of a session's queued and rejected messages. */
 export async function queuedMessageKeys(pendingDir: string, sessionId: string): Promise<Set<string>> {
-  const keys = new Set<string>();
-  for (const subdir of [QUEUE_SUBDIR, REJECTED_SUBDIR]) {
+  const keys = await Promise.all([QUEUE_SUBDIR, REJECTED_SUBDIR].map(async (subdir) => {
     const dir = await sessionQueueDir(pendingDir, sessionId, subdir);
-    for (const k of await queuedKeys(dir, await queueFiles(dir))) keys.add(k);
-  }
-  return keys;
+    return await queuedKeys(dir, await queueFiles(dir));
+  }));
+  return new Set(keys.flat());
 }
 
 /** Keeps a refused (or expired) write in the rejected place, then trims it; throws when it cannot. */
@@ -404,37 +325,31 @@ export async function keepRejected(pendingDir: string, w: Write, why: Refusal): 
   await trimRejected(pendingDir, joinPath(dir, entryName(kept.seq, kept)));
 }
 
-/** The rejected place per pending directory, listed once, then updated by this process's own writes. */
-const knownPlaces = new Map<
-  string,
-  { files: { path: string; bytes: number; at: number }[]; bytes: number }
->();
+/** The rejected place's files per pending directory, listed once, then updated by this process's own writes. */
+const knownPlaces = new Map<string, { path: string; bytes: number; at: number }[]>();
 
 /** Adds `added` to the rejected place and drops its oldest unclaimed writes past the bounds (never `added`). */
 async function trimRejected(pendingDir: string, added: string): Promise<void> {
+  const sized = async (path: string, at?: number) => {
+    const info = await Deno.stat(path).catch(() => undefined);
+    return info ? [{ path, bytes: info.size, at: at ?? info.mtime?.getTime() ?? 0 }] : [];
+  };
   let place = knownPlaces.get(pendingDir);
-  if (!place) {
-    const files = [];
+  if (place) place.push(...await sized(added, Date.now()));
+  else {
+    place = [];
     for (const dir of await sessionDirs(pendingDir, REJECTED_SUBDIR)) {
       for (const f of await queueFiles(dir)) {
-        const path = joinPath(dir, f.name);
-        const info = f.claimedBy === undefined && await Deno.stat(path).catch(() => undefined);
-        if (info) files.push({ path, bytes: info.size, at: info.mtime?.getTime() ?? 0 });
+        if (f.claimedBy === undefined) place.push(...await sized(joinPath(dir, f.name)));
       }
     }
-    files.sort((a, b) => a.at - b.at || (a.path < b.path ? -1 : 1));
-    knownPlaces.set(pendingDir, place = { files, bytes: files.reduce((n, f) => n + f.bytes, 0) });
-  } else {
-    const info = await Deno.stat(added).catch(() => undefined);
-    if (info) place.files.push({ path: added, bytes: info.size, at: Date.now() });
-    place.bytes += info?.size ?? 0;
+    knownPlaces.set(pendingDir, place.sort((a, b) => a.at - b.at || (a.path < b.path ? -1 : 1)));
   }
-  while (
-    place.files.length > 1 && (place.files.length > REJECTED_MAX_ENTRIES || place.bytes > REJECTED_MAX_BYTES)
-  ) {
-    const oldest = place.files.shift()!;
+  let bytes = place.reduce((n, f) => n + f.bytes, 0);
+  while (place.length > 1 && (place.length > REJECTED_MAX_ENTRIES || bytes > REJECTED_MAX_BYTES)) {
+    const oldest = place.shift()!;
     await Deno.remove(oldest.path).catch(() => {});
-    place.bytes -= oldest.bytes;
+    bytes -= oldest.bytes;
   }
 }
 
@@ -443,14 +358,10 @@ export async function hasUnsent(pendingDir: string, sessionId: string): Promise<
   return (await queueFiles(await sessionQueueDir(pendingDir, sessionId))).length > 0;
 }
 
-/** What waits in our queue (or the rejected place, with its newest refusal); `to`: where a session's oldest entry goes. */
 /** Entries of a session that go to one destination (`to`: none kept), one after another. */
 export type QueueRun = { to?: Destination } & Record<"messages" | "commits", number>;
 
-/**
- * Each session's queued entries (their first one's destination; in the queue, `runs`: its entries by
- * destination, in order), the entries in all, the newest refusal of the rejected place.
- */
+/** What waits in our queue (or the rejected place, with its newest refusal); `to`: where a session's oldest entry goes; `runs`: its entries by destination, in order (the queue only). */
 export interface QueueSummary {
   sessions: (
     & { sessionId: string; oldest: number; to?: Destination; runs?: QueueRun[] }
@@ -472,10 +383,7 @@ async function runsOf(dir: string, files: readonly QueueFile[]): Promise<QueueRu
   return runs.map(({ files, ...r }) => ({ ...r, ...countOf(files) }));
 }
 
-/**
- * Every session's queued entries in `subdir` (reads every entry of the queue, each session's first and newest
- * of the rejected place).
- */
+/** Every session's queued entries in `subdir` (reads every entry of the queue; in the rejected place each session's first and newest). */
 export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): Promise<QueueSummary> {
   const out: QueueSummary = { sessions: [], entries: 0 };
   for (const { dir, files, first } of await sessionHeads(pendingDir, subdir)) {
@@ -499,21 +407,14 @@ export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): P
 }
 
 const sessionPath = (sid: string): string => `/api/v1/sessions/${encodeURIComponent(sid)}`;
-
-/**
- * When a write that failed this way may still have been stored (it went out, and no reply or a 5xx came):
- * from when the session's answer about it counts (after a timeout: once the server had as long again).
- */
+/** From when the session's answer counts about a write that failed this way but may be stored; undefined: it is not. */
 export function unsureFrom(f: OvFailure, timeoutMs: number, now = Date.now()): number | undefined {
   const arrived = f.status ? f.status >= 500 : f.error.code !== "CONNECT" && f.error.code !== "BUDGET_SPENT";
   if (!arrived) return undefined;
   return f.error.code === "TIMEOUT" || f.status === 504 ? now + timeoutMs : now;
 }
 
-/**
- * What delivering a write did: `settled`, the prefix of its messages sent or refused (a commit: 1); `sent`
- * messages; `rejections` (their indexes); `taskId`: a commit's task; `stop`: the failure that stopped it there.
- */
+/** What delivering a write did: `settled` prefix (sent or refused; a commit: 1), `sent`, `rejections`, `stop`. */
 interface Delivery {
   settled: number;
   sent: number;
@@ -523,19 +424,9 @@ interface Delivery {
   stop?: OvFailure;
 }
 
-/** Whether a batch failure means "one by one": from now on (the batch route is missing) or for this batch. */
-function serialFor(res: OvFailure, end: number): number {
-  if (res.kind === "missing-route") return Infinity;
-  if (res.kind === "not-openviking" && (res.status === 404 || res.status === 405)) return Infinity;
-  return res.kind === "rejected" || res.status === 413 ? end : 0;
-}
-
 /**
- * Delivers write `w` in order until a failure other than a refusal: a commit, or its messages in batches — one
- * by one for a batch refused or too large, and from then on when the batch route is missing. What OpenViking
- * refuses for good is kept in the rejected place before it counts as settled (throws when it cannot be kept);
- * `onSettled` hears every settled prefix before the next request, `beforeRequest` every request (session
- * writes carry no actor peer).
+ * Delivers `w` in order (batches; one by one after a refused or too large batch, or without a batch route) until a
+ * failure other than a refusal, which is kept first (throws when it cannot); `onSettled` hears each settled prefix.
  */
 async function deliver(
   client: OpenVikingClient,
@@ -549,9 +440,8 @@ async function deliver(
 ): Promise<Delivery> {
   const d: Delivery = { settled: 0, sent: 0, rejections: [] };
   const payloads = w.kind === "commit" ? [] : w.messages.map((m) => m.payload);
-  const count = w.kind === "commit" ? 1 : payloads.length;
   let serialUntil = 0;
-  while (d.settled < count) {
+  while (d.settled < (w.kind === "commit" ? 1 : payloads.length)) {
     const from = d.settled;
     const serial = w.kind === "commit" || from < serialUntil;
     const end = serial ? from + 1 : nextBatchEnd(payloads, from);
@@ -563,13 +453,15 @@ async function deliver(
       : ["/messages/batch", { messages: payloads.slice(from, end) }];
     const options = { body, budget, peerId: null };
     const res = await client.request("POST", `${sessionPath(w.sessionId)}${path}`, AnyResult, options);
+    const missing = !res.ok && (res.kind === "missing-route" ||
+      (res.kind === "not-openviking" && (res.status === 404 || res.status === 405)));
     if (res.ok) {
       const { pending_tokens: n, task_id: id } = asRecord(res.result); // n: the session's uncommitted tokens
       const tokens = typeof n === "number" && Number.isFinite(n) && n >= 0 ? n : undefined;
       if (w.kind === "commit") d.taskId = typeof id === "string" && id ? id : undefined;
       else [d.sent, d.pendingTokens] = [d.sent + end - from, serial ? tokens ?? d.pendingTokens : tokens];
-    } else if (!serial && serialFor(res, end)) {
-      serialUntil = serialFor(res, end);
+    } else if (!serial && (missing || res.kind === "rejected" || res.status === 413)) {
+      serialUntil = missing ? Infinity : end; // one by one: from now on, or for this batch
       continue;
     } else if (res.kind === "rejected") {
       const why = { status: res.status, message: res.error.message };
@@ -590,14 +482,12 @@ export interface SendReport extends Omit<Delivery, "settled" | "stop" | "taskId"
   stoppedBy?: { code: string; message: string };
 }
 
-/** The queue of `sid` given, else opened for `client`'s destination. */
-const queueOf = async (
-  o: { queue?: SessionQueue; pendingDir: string },
-  sid: string,
-  client: OpenVikingClient,
-) => o.queue ?? await SessionQueue.open(o.pendingDir, sid, await destinationFor(client.options));
-
-/** Sends messages to session `sid` in order; what cannot be sent is queued behind the settled prefix. `beforeRequest` records the intent first (`askFrom` when queued unsure), `onAcked` the progress; if either throws, sending stops. */
+const queueOf = async (o: { queue?: SessionQueue; pendingDir: string }, sid: string, c: OpenVikingClient) =>
+  o.queue ?? await SessionQueue.open(o.pendingDir, sid, await destinationFor(c.options));
+/**
+ * Sends messages to session `sid` in order, queueing what cannot go behind the settled prefix; `beforeRequest`
+ * records the intent (`askFrom` when queued unsure), `onAcked` progress; if either throws, sending stops.
+ */
 export async function sendMessages(
   client: OpenVikingClient,
   sid: string,
@@ -613,15 +503,9 @@ export async function sendMessages(
 ): Promise<SendReport> {
   const report: SendReport = { acked: 0, sent: 0, queued: 0, rejections: [] };
   try {
-    const messages = await Promise.all(
-      payloads.map(async (p) => ({ key: await messageKey(sid, p), payload: p })),
-    );
-    const write: Write = {
-      sessionId: sid,
-      to: await destinationFor(client.options),
-      kind: "messages",
-      messages,
-    };
+    const keyed = async (payload: MessagePayload) => ({ key: await messageKey(sid, payload), payload });
+    const [messages, to] = [await Promise.all(payloads.map(keyed)), await destinationFor(client.options)];
+    const write: Write = { sessionId: sid, to, kind: "messages", messages };
     const { settled: from, stop: cause, taskId: _, ...d } = options.queueOnly
       ? { settled: 0, sent: 0, rejections: [] } as Delivery
       : await deliver(client, options.pendingDir, write, options.budget, {
@@ -649,18 +533,17 @@ export async function sendMessages(
   return report;
 }
 
-type CommitOutcome =
-  | { kind: "committed"; taskId?: string }
-  | { kind: "queued"; cause?: OvFailure }
-  | { kind: "rejected"; status: number; message: string }
-  | { kind: "failed"; message: string };
-
 /** Commits session `sid` (`key` names this commit); queued behind earlier writes with `queueOnly`. */
 export async function commitSession(
   client: OpenVikingClient,
   sid: string,
   options: { budget: Budget; pendingDir: string; key: string; queueOnly?: boolean; queue?: SessionQueue },
-): Promise<CommitOutcome> {
+): Promise<
+  | { kind: "committed"; taskId?: string }
+  | { kind: "queued"; cause?: OvFailure }
+  | { kind: "rejected"; status: number; message: string }
+  | { kind: "failed"; message: string }
+> {
   const w: Write = {
     sessionId: sid,
     to: await destinationFor(client.options),
@@ -671,23 +554,17 @@ export async function commitSession(
     ? undefined
     : await deliver(client, options.pendingDir, w, options.budget, {}).catch((e: Error) => e);
   if (d instanceof Error) return { kind: "failed", message: d.message };
-  if (d?.rejections[0]) {
-    return { kind: "rejected", status: d.rejections[0].status, message: d.rejections[0].message };
-  }
+  const refused = d?.rejections[0];
+  if (refused) return { kind: "rejected", status: refused.status, message: refused.message };
   if (d && !d.stop) return { kind: "committed", taskId: d.taskId };
   return await (await queueOf(options, sid, client)).commit(options.key)
     ? { kind: "queued", cause: d?.stop }
     : { kind: "failed", message: `the pending queue ${options.pendingDir} could not store the commit` };
 }
 
-/** A message the server holds, as far as matching goes. */
 type HeldMessage = { role: string; turnId?: string; text: string };
-
 /** Messages in a reply (`…/context`, an archive): text in `parts` (older: `content`). */
 const MessagesReply = z.looseObject({ messages: z.catch(z.array(z.unknown()), []) });
-
-const SessionReply = z.looseObject({ commit_count: z.catch(z.int(), 0) });
-
 const heldIn = (result: z.output<typeof MessagesReply>): HeldMessage[] =>
   result.messages.filter(isRecord).map((m) => ({
     role: String(m.role ?? ""),
@@ -698,41 +575,31 @@ const heldIn = (result: z.output<typeof MessagesReply>): HeldMessage[] =>
       ? m.content
       : "",
   }));
-
 /** Whether `held` has this message. Pure. */
 export const isHeld = (held: readonly HeldMessage[], payload: MessagePayload): boolean =>
   held.some((m) =>
     m.role === payload.role && m.text === payload.content &&
     (m.turnId === undefined || m.turnId === payload.turn_id)
   );
-
 /** Whether a GET's failure is OpenViking's own 404 for no such thing (`absent`: the kinds that say it). */
 const isAbsent = (res: OvFailure, absent: readonly OvFailure["kind"][] = ["rejected"]) =>
   res.status === 404 && absent.includes(res.kind);
-
-/**
- * What the session holds: the messages its newest commit archived (the newest readable archive that has any),
- * then those since; the failure when the server cannot say (a page that is not OpenViking's, or a missing
- * route, cannot say there is nothing). A batch it stored is among them even after a commit: our later writes
- * to the session wait behind one whose reply was lost.
- */
+/** What the session holds: its newest archive with messages, then those since; the failure when it cannot say. */
 export async function heldMessages(
   client: OpenVikingClient,
   sid: string,
   budget: Budget,
 ): Promise<HeldMessage[] | OvFailure> {
+  const options = { budget, peerId: null, maxReplyBytes: 16 << 20 };
   const get = <S extends z.ZodMiniType>(path: string, schema: S) =>
-    client.request("GET", path, schema, { budget, peerId: null, maxReplyBytes: 16 << 20 });
-  const live = await get(`${sessionPath(sid)}/context`, MessagesReply);
+    client.request("GET", `${sessionPath(sid)}${path}`, schema, options);
+  const live = await get("/context", MessagesReply);
   if (!live.ok) return isAbsent(live) ? [] : live;
-  const meta = await get(sessionPath(sid), SessionReply);
+  const meta = await get("", z.looseObject({ commit_count: z.catch(z.int(), 0) }));
   if (!meta.ok) return meta;
   for (let n = meta.result.commit_count; n > 0; n--) {
     // OpenViking 0.5.2 answers an archive it has not completed with a NOT_FOUND that names nothing.
-    const archive = await get(
-      `${sessionPath(sid)}/archives/archive_${String(n).padStart(3, "0")}`,
-      MessagesReply,
-    );
+    const archive = await get(`/archives/archive_${String(n).padStart(3, "0")}`, MessagesReply);
     if (!archive.ok && !isAbsent(archive, ["rejected", "missing-route"])) return archive;
     const archived = archive.ok ? heldIn(archive.result) : [];
     if (archived.length) return [...archived, ...heldIn(live.result)];
@@ -740,19 +607,11 @@ export async function heldMessages(
   return heldIn(live.result);
 }
 
-/**
- * Limits of one replay: its budget, its most queue entries (50 unless given), its one session, the age past
- * which an entry is set aside; `waitUnsure`: wait in the budget for an unsure entry; `rejected`: replay the
- * rejected place (no age limit).
- */
+/** One replay's limits: budget, entries (50), one session, age; `waitUnsure` in the budget; `rejected`: that place. */
 export type ReplayOptions =
   & { budget: Budget; ttlDays: number }
   & Partial<{ limit: number; sessionId: string; waitUnsure: boolean; now: number; rejected: boolean }>;
-
-/**
- * What a replay did: entries `replayed`, `expired` or `deferred`; messages sent, `held` already, `rejected`;
- * `waitUntil`: an unsure write waits until then; `elsewhere`: what is left for another destination.
- */
+/** What a replay did: entries and messages by fate; `waitUntil` an unsure write; `elsewhere` left for another place. */
 export interface ReplayReport
   extends Record<"replayed" | "messages" | "held" | "rejected" | "expired" | "deferred", number> {
   commitTasks: { sessionId: string; taskId: string }[];
@@ -762,26 +621,25 @@ export interface ReplayReport
   elsewhere: (Destination & { messages: number; commits: number })[];
 }
 
-interface ReplayRun {
+type ReplayRun = {
   client: OpenVikingClient;
   pendingDir: string;
   options: ReplayOptions;
+  report: ReplayReport;
+} & {
   now: number;
   sent: number;
   stopAll: boolean;
-  report: ReplayReport;
-}
+};
 
 /** Failures every session would meet the same way. */
 const STOPS_ALL = new Set(["unreachable", "auth", "redirect", "not-openviking", "missing-route"]);
-
-/** Writes what is left of a claimed entry into its claim, durably. */
 async function keep<E extends QueueEntry>(claimPath: string, entry: E): Promise<E> {
-  await writeFileAtomic(claimPath, `${JSON.stringify(entry)}\n`, { privateDir: false, durable: true });
+  await fs.writeFileAtomic(claimPath, `${JSON.stringify(entry)}\n`, { privateDir: false, durable: true });
   return entry;
 }
 
-/** Replays one claimed entry (progress kept in the claim); returns the failure that stopped it. Throws when a refused write cannot be kept. */
+/** Replays one claimed entry (progress kept in the claim); returns the failure that stopped it; throws when a refusal cannot be kept. */
 async function replayEntry(run: ReplayRun, claimPath: string, entry: QueueEntry) {
   const { client, report } = run;
   const { sessionId } = entry;
@@ -814,11 +672,7 @@ async function replayEntry(run: ReplayRun, claimPath: string, entry: QueueEntry)
   return d.stop;
 }
 
-/**
- * Replays one queue file under the session's lock: "stop" when the session's later writes must wait, the
- * entry's destination when it is for another (put back untouched). A claim found is a dead replay's: taken
- * over, unsure.
- */
+/** Replays one queue file: "stop" (later writes wait) or the other destination it is for; a found claim is unsure. */
 async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"next" | "stop" | Destination> {
   const { options, report, now } = run;
   if (run.sent >= (options.limit ?? 50) || options.budget.remaining() < 100) {
@@ -870,14 +724,10 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
   return "stop";
 }
 
-/**
- * Replays one session's queue under its lock (`replay.lock`; a held lock defers it); an emptied directory
- * goes. An entry for another destination holds back the session's later ones: its writes go in the order
- * they were queued.
- */
+/** Replays one session's queue under `replay.lock` (held: deferred); an emptied directory goes. */
 async function replaySession(run: ReplayRun, dir: string): Promise<void> {
   const done = await withLock(joinPath(dir, "replay.lock"), async () => {
-    await removeAbandonedTemps(dir);
+    await fs.removeAbandonedTemps(dir);
     const files = await queueFiles(dir);
     let i = 0;
     let step: Awaited<ReturnType<typeof replayFile>> = "next";
@@ -890,17 +740,14 @@ async function replaySession(run: ReplayRun, dir: string): Promise<void> {
   else if (done.value) await Deno.remove(dir).catch(() => {});
 }
 
-/** Replays our queue (or the rejected place): sessions oldest first write first, each in sequence order, bounded in entries and time. */
+/** Replays our queue (or the rejected place): sessions oldest first write first, each in sequence order, bounded. */
 export async function replayQueue(pendingDir: string, client: OpenVikingClient, options: ReplayOptions) {
   const zero = { replayed: 0, messages: 0, held: 0, rejected: 0, expired: 0, deferred: 0 };
   const report: ReplayReport = { ...zero, commitTasks: [], delivered: [], elsewhere: [] };
   const now = options.now ?? Date.now();
   const run: ReplayRun = { client, pendingDir, options, now, sent: 0, stopAll: false, report };
-  const sessions = await sessionHeads(
-    pendingDir,
-    options.rejected ? REJECTED_SUBDIR : QUEUE_SUBDIR,
-    options.sessionId,
-  );
+  const subdir = options.rejected ? REJECTED_SUBDIR : QUEUE_SUBDIR;
+  const sessions = await sessionHeads(pendingDir, subdir, options.sessionId);
   sessions.sort((a, b) => (a.first?.createdAt ?? now) - (b.first?.createdAt ?? now));
   for (const { dir } of sessions) await replaySession(run, dir);
   return report;

@@ -267,12 +267,8 @@ Deno.test("replay: a claim whose replay died is taken over at once, whatever its
 });
 
 Deno.test("replay: a server that cannot say what an unsure write's session holds, for no answer, is not sent it too; another failure still sends", async () => {
-  for (
-    const [asked, calls] of [[fail("unreachable", 0, "no answer within 15000 ms"), 1], [
-      fail("server", 500),
-      2,
-    ]] as const
-  ) {
+  const cases = [[fail("unreachable", 0, "no answer within 15000 ms"), 1], [fail("server", 500), 2]] as const;
+  for (const [asked, calls] of cases) {
     await using dir = await tempDir();
     const queue = await SessionQueue.open(dir.path, "kc-s1", undefined);
     await queue.messages(range(2), { unsure: Date.now() - 1 });
@@ -294,11 +290,8 @@ Deno.test("hasUnsent, SessionQueue.waiting: queued or claimed writes of a sessio
   await enqueueMessages(dir.path, "kc-other", [payload(1)]);
   assertEquals(await hasUnsent(dir.path, "kc-s1"), true);
   assertEquals((await SessionQueue.open(dir.path, "kc-s1", undefined)).waiting, true);
-  assertEquals(
-    (await SessionQueue.open(dir.path, "kc-s2", undefined)).waiting,
-    false,
-    "another session's queue is its own",
-  );
+  const other = await SessionQueue.open(dir.path, "kc-s2", undefined);
+  assertEquals(other.waiting, false, "another session's queue is its own");
   const sdir = await sessionQueueDir(dir.path, "kc-s1");
   await Deno.rename(`${sdir}/0000000001-m1.json`, `${sdir}/0000000001-m1.${Deno.pid}.claim`);
   assertEquals(await hasUnsent(dir.path, "kc-s1"), true, "a replay is sending it right now");
@@ -364,10 +357,8 @@ Deno.test("replay: a write queued under one user's key never goes with another u
   );
   assertEquals((await queuedMessages(dir.path)).length, 3, "it stays queued");
   const same = await replayQueue(dir.path, keyed(renewed), opts());
-  assertEquals([same.replayed, contents(back, "kc-a"), back.sessions.get("kc-a")?.commits], [2, [
-    "message 0",
-    "message 1",
-  ], 1]);
+  const sent = [same.replayed, contents(back, "kc-a"), back.sessions.get("kc-a")?.commits];
+  assertEquals(sent, [2, ["message 0", "message 1"], 1]);
   assertEquals(contents(back, "kc-b"), [], "a key that names no user: only that key sends it");
   assertEquals((await replayQueue(dir.path, keyed("key-ana"), opts())).replayed, 1);
   assertEquals(contents(back, "kc-b"), ["message 0"]);
@@ -381,12 +372,8 @@ Deno.test("replay: a write queued with no key (none saved yet, or refused withou
   const keyless = createClient({ baseUrl: gone.url, userAgent: "t", timeoutMs: 2000 });
   assertEquals((await sendMessages(keyless, "kc-n", range(2), base)).queued, 2);
   await using back = await FakeOpenViking.start({ port: gone.port });
-  const keyed = createClient({
-    baseUrl: gone.url,
-    userAgent: "t",
-    timeoutMs: 2000,
-    apiKey: userKey("acme", "coder"),
-  });
+  const apiKey = userKey("acme", "coder");
+  const keyed = createClient({ baseUrl: gone.url, userAgent: "t", timeoutMs: 2000, apiKey });
   const r = await replayQueue(dir.path, keyed, opts());
   assertEquals([r.messages, r.elsewhere.length, contents(back, "kc-n")], [2, 0, ["message 0", "message 1"]]);
 });
@@ -432,9 +419,8 @@ async function deliver(script: (c: Call, n: number) => Answer, payloads: Message
     onAcked: (n) => Promise.resolve(void settledSeen.push(n)),
   });
   const d = { settled: r.acked - r.queued, sent: r.sent, rejections: r.rejections, stop: r.cause };
-  const queued = (await queuedMessages(dir.path, "kc-s")).map((m) =>
-    Number(m.payload!.content.split(":")[0])
-  );
+  const number = (m: { payload?: { content: string } }) => Number(m.payload!.content.split(":")[0]);
+  const queued = (await queuedMessages(dir.path, "kc-s")).map(number);
   const unsure = (await ourQueue(dir.path)).map((q) => q.file).filter((f, i, all) => all.indexOf(f) === i)
     .map((f) => typeof JSON.parse(Deno.readTextFileSync(f)).unsure === "number");
   return { r, d, calls, settledSeen, queued, unsure };
