@@ -261,7 +261,8 @@ const SECRET_IN_PROSE_UNQUOTED = new RegExp(
 
 /**
  * Commands and their option that gives a password, and what may follow it: blanks or `=`; MySQL's and 7-Zip's `-p`
- * only glued; `smbclient -U user%password`; `htpasswd -b`'s third argument; `echo password | … --password-stdin`.
+ * only glued; `smbclient -U user%password`; `htpasswd -b`'s third argument; `net use`'s after the share; the token
+ * of `consul acl set-agent-token`, `mc alias set`'s secret key; `echo password | … --password-stdin` (or `ssh-add -`).
  */
 // deno-fmt-ignore: one command a line
 const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp, after?: RegExp][] = [
@@ -281,7 +282,11 @@ const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp, after?: RegEx
   [/htpasswd/, /-(?![A-Za-z]*n)[A-Za-z]*b[A-Za-z]*[ \t]+(?:-\w+[ \t]+)*(?!-)\S+[ \t]+\S+[ \t]+/],
   [/htpasswd/, /-(?=[A-Za-z]*n)[A-Za-z]*b[A-Za-z]*[ \t]+(?:-\w+[ \t]+)*(?!-)\S+[ \t]+/], // -n: no file
   [/cf/, /auth[ \t]+(?!-)\S+[ \t]+/],
-  [/echo|printf/, /(?:)/, /[ \t]*\|[^\r\n;&]{0,200}?[ \t](?:--password-stdin\b|sudo(?:[ \t]+-\w+)*?[ \t]+-[A-Za-z]*S\b|chpasswd\b)/],
+  [/user(?:mod|add)/, /(?:-p|--password)(?:[ \t]+|=)/],
+  [/net[ \t]+use/, /(?:[A-Za-z]:[ \t]+)?\\\\\S+(?:[ \t]+\/u(?:ser)?:\S+)?[ \t]+(?!\/)/], // after the share, before or after `/user:`
+  [/consul[ \t]+acl[ \t]+set-agent-token/, /(?:agent|default|replication|recovery|config_file_service_registration|dns)[ \t]+/],
+  [/mc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)/, /(?!-)\S+[ \t]+(?!-)\S+[ \t]+(?!-)\S+[ \t]+/], // alias, URL, access key, the secret key
+  [/echo|printf/, /(?:)/, /[ \t]*\|[^\r\n;&]{0,200}?[ \t](?:--password-stdin\b|sudo(?:[ \t]+-\w+)*?[ \t]+-[A-Za-z]*S\b|chpasswd\b|ssh-add[ \t]+-(?![\w-]))/],
 ];
 /** A password a command's option gives: quoted, or up to a blank, quote, escape or pipe. */
 const OPTION_VALUE = String.raw`'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'\x60\\|]+`;
@@ -527,10 +532,12 @@ const RULES: Readonly<Record<string, RegExp | [RegExp, Pick?] | Rule>> = {
   "go-sql-dsn": [/(?<![\w.-])([\w.-]+:)([^\s@:"'\\]+)(?=@(?:tcp6?|udp|unix)\()/g], // A Go SQL driver's DSN, `user:password@tcp(host)/db` (or `unix(…)`, `udp(…)`): the password.
   "vault-init-key": [/\b((?:Unseal|Recovery)[ \t]+Key[ \t]+\d+:[ \t]*)([A-Za-z0-9+/]{20,}={0,2})/g], // What `vault operator init` prints: `Unseal Key 1: …`, `Recovery Key 1: …`.
   "secret-option": (text, hide = plain) => text.replace(SECRET_OPTION, (m, head: string, name: string, value: string) => secretName(name) && secretValue(value, false) ? head + hide(value) : m), // A secret-named command-line option and the value after a blank (`--secret-key …`, `-auth user:…`).
+  "login-call": [/(?<![\w-])((?:[A-Za-z]*(?:Basic|Digest)Auth|log_?[io]n|sign_?in|authenticate|auth[ \t]*=)[ \t]*\([ \t]*(?:\\?"[^"\r\n\\]*\\?"|\\?'[^'\r\n\\]*\\?'|[\w.]+)[ \t]*,[ \t]*\\?["'])(?!\/)([^\s"'\\]{1,200})(?=\\?["'][ \t]*[),])/gi, valued(false)], // A login call's password, its second argument after a user name: `ftp.login("admin", "…")`, `auth=("user", "…")`.
+  "vault-kv": (text, hide = plain) => text.replace(VAULT_KV, (line) => line.replace(KV_PAIR, (m, head: string, value: string) => !/^[@-]/.test(value) && secretValue(value, true) ? head + hide(value) : m)), // `vault kv put|patch`'s `key=value` pairs: every value a secret (not `@file`, not `-`: stdin).
   "named-value": (text, hide = plain) => text.replace(NAMED_VALUE, (m, name: string, gap: string, value: string) => secretName(name) && randomRun(value) ? name + gap + hide(value) : m), // A key-like name, a blank, a generated-looking value: a table's row or a config command's pair.
   "here-string": (text, hide = plain) => text.replace(HERE_STRING, (m, value: string, at: number) => { // bash's `<<< …`: a command's input that names a secret before it
     const command = text.slice(Math.max(0, at - 200), at).split(/\\n|[\n;|&"]/).at(-1)!; // since the line's or the command's start
-    return SECRET_HINT_WORD.test(command) && secretValue(value, true) ? m.slice(0, -value.length) + hide(value) : m;
+    return (SECRET_HINT_WORD.test(command) || /\bssh-add\b/.test(command)) && secretValue(value, true) ? m.slice(0, -value.length) + hide(value) : m;
   }),
   "curl-cookie": (text, hide = plain) => text.replace(CURL_COOKIE, (_m, head, _q, pairs) => head + redactCookies(pairs, false, hide)), // curl's `-b`/`--cookie` with `name=value` pairs (not a cookie file), quoted or not.
   "config-set": (text, hide = plain) => text.replace(CONFIG_SET, (m, head, gh, _q, name, value) => (gh || secretName(name)) && secretValue(value, true) ? head + hide(value) : m), // A command that sets a named value (fish's `set -x` too; `gh secret set`, whose every value is a secret).
@@ -552,6 +559,10 @@ const [COOKIE, CURL_COOKIE, CONFIG_SET, SECRET_OPTION, NAMED_VALUE, ...QUOTED_AR
   /(?<![\w-])\\?["']([A-Za-z_][\w.-]*)\\?["'][ \t]*,[ \t]*(\\?["'])([^"'\r\n\\]{1,200})\2(?=[ \t]*[),\]])/g,
   /(?<![\w-])([A-Za-z_]\w*)[ \t]*\([ \t]*(\\?["'])([^"'\r\n\\]{1,200})\2(?=[ \t]*\))/g,
 ].map(orAfterEscape);
+const [VAULT_KV, KV_PAIR] = [
+  orAfterEscape(/\bvault[ \t]+kv[ \t]+(?:put|patch)\b(?:[^\r\n|;&\\]|\\(?![nrt]))*/g),
+  /(?<=[ \t])(\w[\w.-]*=)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g,
+];
 const HERE_STRING = /<<<[ \t]*('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g;
 /** Every credential rule by name, in the order they run. */
 export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = Object.fromEntries(

@@ -57,19 +57,30 @@ export function neutralized<T extends JSONRPCMessage>(message: T, catalog: boole
   return Object.values(out).includes(TOO_DEEP) ? undefined : out as T;
 }
 
+/** The params of each request the model's words ride upstream in, redacted (a completion's `context` holds the prompt's arguments so far). */
+export const REDACTED_PARAMS: Readonly<Record<string, readonly string[]>> = {
+  "tools/call": ["arguments"],
+  "prompts/get": ["arguments"],
+  "completion/complete": ["argument", "context"],
+};
+
 /**
- * A `tools/call` with its string arguments redacted like captured text (a secret found once hidden wherever it
- * recurs), and every secret of `prints` (the sessions' captures found) too. `undefined`: nested too deep.
+ * `request` with the strings of its {@link REDACTED_PARAMS} redacted like captured text (a secret found once
+ * hidden wherever it recurs), and every secret of `prints` (the sessions' captures found) too. `undefined`:
+ * nested too deep.
  */
 export function redactedCall(
   request: JSONRPCRequest,
   prints?: ReadonlySet<string>,
 ): JSONRPCRequest | undefined {
   const params = request.params;
-  if (!isRecord(params) || !("arguments" in params)) return request;
+  const named = Object.hasOwn(REDACTED_PARAMS, request.method) ? REDACTED_PARAMS[request.method] : [];
+  const keys = named.filter((k) => isRecord(params) && k in params);
+  if (!isRecord(params) || keys.length === 0) return request;
   const seen = new Set<string>();
-  // Learned from every argument first (as capture's plan does), so the walk's order hides nothing.
-  mapStrings(params.arguments, { value: (v) => redact(v, seen) });
-  const args = mapStrings(params.arguments, { value: (v) => redact(v, seen, prints) });
-  return args === TOO_DEEP ? undefined : { ...request, params: { ...params, arguments: args } };
+  // Learned from every string first (as capture's plan does), so the walk's order hides nothing.
+  for (const k of keys) mapStrings(params[k], { value: (v) => redact(v, seen) });
+  const out: Record<string, unknown> = { ...params };
+  for (const k of keys) out[k] = mapStrings(params[k], { value: (v) => redact(v, seen, prints) });
+  return Object.values(out).includes(TOO_DEEP) ? undefined : { ...request, params: out };
 }

@@ -17,7 +17,7 @@ import { type Config, keyFor } from "../openviking/config.ts";
 import { BUILTIN_TOOLS, offeredTools } from "../memory/tools.ts";
 import { type Failure, failureError } from "./errors.ts";
 import { readToolCache, validTools, writeToolCache } from "./tool-cache.ts";
-import { MAX_DEPTH, neutralized, redactedCall } from "./gate.ts";
+import { MAX_DEPTH, neutralized, REDACTED_PARAMS, redactedCall } from "./gate.ts";
 
 /** The production bounds (decision 44): times in ms; bytes as inflated, of a JSON body or SSE event, a stream. */
 export const PROXY_LIMITS = {
@@ -517,9 +517,9 @@ export class Proxy {
     }
   }
 
-  /** `request` as it goes upstream, a tool call's arguments redacted; else the error saying why not (never sent raw). */
+  /** `request` as it goes upstream, the model's words redacted; else the error saying why not (never sent raw). */
   private async outgoing(request: JSONRPCRequest): Promise<JSONRPCRequest | ReturnType<typeof failureError>> {
-    if (request.method !== "tools/call" || !this.settings.config.redact) return request;
+    if (!Object.hasOwn(REDACTED_PARAMS, request.method) || !this.settings.config.redact) return request;
     const refused = (message: string) => ({
       jsonrpc: "2.0" as const,
       id: request.id,
@@ -528,11 +528,11 @@ export class Proxy {
     try {
       const prints = await this.options.prints?.();
       return redactedCall(request, prints) ??
-        refused(`Tool arguments nested deeper than ${MAX_DEPTH} levels.`);
+        refused(`Arguments nested deeper than ${MAX_DEPTH} levels.`);
     } catch (error) {
       this.options.log.stage("redact-failed", { error: String(error) });
       return refused(
-        "Tool arguments could not be redacted, so they were not sent; shorten them and try again.",
+        "Arguments could not be redacted, so they were not sent; shorten them and try again.",
       );
     }
   }

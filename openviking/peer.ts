@@ -20,10 +20,22 @@ const capLength = async (id: string, full: string): Promise<string> =>
 /** A path as a peer id: every non-alphanumeric character becomes `-` (the other plugins' rule). */
 const pathPeerId = async (path: string) =>
   path ? await capLength(path.replace(/[^A-Za-z0-9]/g, "-"), path) : "";
+/**
+ * `rest` (a remote past its scheme, if any) without userinfo. A broken one holds a raw `@`, `/` or `:` of a
+ * password, so once it shows userinfo — an `@` before the first `/`; with a scheme a `:` there before no port;
+ * without, an `@` before a `host:` — all up to the last `@` goes.
+ */
+function withoutUser(rest: string, scheme: boolean): string {
+  const authority = rest.split("/", 1)[0];
+  const user = authority.includes("@") || (scheme ? /:(?!\d*$)/.test(authority) : /@.*:/.test(rest));
+  return user ? rest.slice(rest.lastIndexOf("@") + 1) : rest;
+}
+
 /** A git remote URL as lower-case `host/path` (no user, port or `.git`); "" if unusable. */
 export function normalizeRemote(url: string): string {
-  const s = url.trim();
-  const scp = /^(?:[^@/\s]+@)?([^:/\s]+):(?!\/\/)(.+)$/.exec(s);
+  const scheme = /^[a-z][a-z\d+.-]*:\/\//i.exec(url.trim())?.[0] ?? "";
+  const s = scheme + withoutUser(url.trim().slice(scheme.length), scheme !== "");
+  const scp = /^([^:/\s]+):(?!\/\/)(.+)$/.exec(s);
   let hostPath = s;
   if (!s.includes("://") && scp && !/^[A-Za-z]:[\\/]/.test(s)) hostPath = `${scp[1]}/${scp[2]}`;
   else if (s.includes("://")) {
@@ -31,7 +43,7 @@ export function normalizeRemote(url: string): string {
       const u = new URL(s);
       hostPath = `${u.hostname}${decodeURIComponent(u.pathname)}`;
     } catch {
-      hostPath = s.replace(/^[a-z+]+:\/\//i, "").replace(/^[^@/]*@/, "");
+      hostPath = s.slice(scheme.length);
     }
   }
   return hostPath.replace(/\\/g, "/").replace(/\/+$/, "").replace(/\.git$/i, "").replace(/\/+$/, "")

@@ -22,6 +22,21 @@ Deno.test("normalizeRemote: scp, https with user/port, ssh, .git, case", () => {
   assertEquals(cases.map(([url]) => [url, normalizeRemote(url)]), cases);
 });
 
+Deno.test("normalizeRemote: a broken userinfo (a raw @, / or : in the password) leaves no part of it", () => {
+  const cases = [
+    ["https://user:p@ss/word@github.com/a", "github.com/a"],
+    ["https://p@ss/word@github.com/a.git", "github.com/a"],
+    ["https://user:pass/word@github.com/a", "github.com/a"],
+    ["ssh://git:s3cr@t@host.example/r", "host.example/r"],
+    ["user:p@ss@github.com:a/b.git", "github.com/a/b"],
+    ["user:pass/word@github.com:a/b", "github.com/a/b"],
+    // Not userinfo: a port, a path's @, a scp path
+    ["https://host.example:8443/a@b/c", "host.example/a@b/c"],
+    ["github.com:me/x@y", "github.com/me/x@y"],
+  ];
+  assertEquals(cases.map(([url]) => [url, normalizeRemote(url)]), cases);
+});
+
 Deno.test("remotePeerId: safe, capped, ext- guarded", async () => {
   assertEquals(await remotePeerId("github.com/volcengine/openviking"), "github.com-volcengine-openviking");
   assertEquals(await remotePeerId("ext-host/x"), "x-ext-host-x");

@@ -89,7 +89,7 @@ Deno.test("mcp/fake: every request carries auth, identity and protocol version h
   assertEquals(proxy.lines.map((l) => JSON.parse(l).id), ["init", 2, 3, 4]);
 });
 
-Deno.test("mcp/fake: a secret any session's capture learned is redacted in a tool call that names no key word", async () => {
+Deno.test("mcp/fake: a secret any session's capture learned is redacted in a tool call, a prompt's arguments and a completion's value that name no key word", async () => {
   await using home = await tempDir("ovk-mcp-");
   await using fake = await FakeOpenViking.start();
   const dir = `${home.path}/.openviking/hook-state/kimicode`;
@@ -107,6 +107,18 @@ Deno.test("mcp/fake: a secret any session's capture learned is redacted in a too
   const sent = JSON.stringify(fake.mcp.receivedMethod("tools/call"));
   assertNotMatch(sent, /Tr0ub4dorXq9|Zebra8Quokka/);
   assertMatch(sent, /DB login app \/ \[REDACTED\]/);
+  // A prompt's arguments and a completion's value are the model's words too: redacted the same way.
+  const key = "sk-proj-PtYgjmUhBel31iEl2hpChYgCfrL1spNxnyVmihA-2O76UMFxFkM-R5Kjp1vRt_1fjORS-6ilI8T3Blbk";
+  const args = { topic: "login Zebra8Quokka", note: `key ${key}` };
+  await proxy.request(4, "prompts/get", { name: "recall", arguments: args });
+  const ref = { type: "ref/prompt", name: "recall" };
+  const argument = { name: "topic", value: "Tr0ub4dorXq9 and " + key };
+  await proxy.request(5, "completion/complete", { ref, argument, context: { arguments: args } });
+  const other = fake.mcp.received.filter((m) => m.id === 4 || m.id === 5);
+  assertEquals(other.map((m) => m.method), ["prompts/get", "completion/complete"]);
+  assertNotMatch(JSON.stringify(other), /Tr0ub4dorXq9|Zebra8Quokka|sk-proj-/);
+  assertEquals((other[0].params as Json).arguments, { topic: "login [REDACTED]", note: "key [REDACTED]" });
+  assertEquals((other[1].params as Json).argument, { name: "topic", value: "[REDACTED] and [REDACTED]" });
   assertEquals(await proxy.close(), 0);
 });
 

@@ -268,6 +268,20 @@ export const CREDENTIALS: readonly Credential[] = [
   sample("password-option", "echo 'root:{}' | chpasswd", "Hunter2", "Rover9"),
   sample("named-value", "rclone config create s3 s3 secret_access_key {} region x", "Zq8Rt6Wv", "3Yx1Zq8Rt6"),
   sample("named-value", "NAME           VALUE\nDB_PASSWORD    {}\nDB_HOST        db.internal", "Hunter2x", "Rover9q"),
+  // Session 13's attack: each was sent as it was.
+  sample("login-call", 'ftp.login("admin", "{}") raises error_perm', "Tr0ub4", "dorXq9"),
+  sample("login-call", "requests.get(url, auth=('deploy', '{}'))", "Hunter2", "Rover9"),
+  sample("login-call", 'await page.signIn("ops@example.com", "{}", { remember: true })', "Zq8Rt6", "Wv3Yx1"),
+  sample("password-option", "usermod -p {} root", "Tr0ub4", "dorXq9"),
+  sample("password-option", "useradd -m -p '{}' deploy", "Hunter2", "Rover9"),
+  sample("password-option", "net use Z: \\\\srv\\share {} /user:ACME\\admin /persistent:no", "Zq8Rt6", "Wv3Yx1"),
+  sample("password-option", "net use \\\\srv\\ipc$ /user:admin {}", "Tr0ub4", "dorXq9"),
+  sample("password-option", "consul acl set-agent-token agent {}", "8f2a6c1e-4b7d-4e3a-9c5f-", "1d2e3f4a5b6c"),
+  sample("password-option", "mc alias set s3 https://minio.internal:9000 minioadmin {}", "wJalrXUtnFEMI/K7MDENG/", "bPxRfiCYzq8Rt6"),
+  sample("password-option", "echo '{}' | ssh-add -", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAA", "AAAAABAAAAMwAAAAtzc2gtZW"),
+  sample("vault-kv", "vault kv put secret/app value={} ttl=1h", "Tr0ub4", "dorXq9"),
+  sample("vault-kv", "vault kv patch -mount=kv app db={} api=x", "Hunter2", "Rover9"),
+  sample("here-string", "ssh-add - <<< '{}'", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAA", "AAAAABAAAAMwAAAAtzc2gtZW"),
 ];
 
 /**
@@ -321,5 +335,10 @@ export const NOT_SECRETS: readonly string[] = [
   "the api_key field, auth_token 4096, DB_PASSWORD_FILE /run/s/db2, sort_key a1b2c3d4e5f6 and accessToken expired",
   't("password", "Password"); os.getenv("API_KEY", "default"); getToken("github"); field("token", "string")',
   "os.environ['DB_PASSWORD'] = getpass(); ENV['TOKEN'] = nil; setPassword(''); cf auth; htpasswd -nbB",
+  'usermod -p "$(openssl passwd -6 x)" root; usermod -aG docker me; net use Z: \\\\srv\\share * /user:me /persistent:no',
+  "net use Z: /delete; consul acl set-agent-token agent $TOKEN; mc alias set s3 https://x $AK $SK; mc alias list",
+  "vault kv put secret/app @data.json; vault kv put -mount=kv app db=-; vault kv get secret/app",
+  'login(user, password); signIn("email", "password"); auth=(user, pw); router.login("/login", "/home"); login("a", "Log in")',
+  'echo hello | ssh-add -l; ssh-add - <<< "$SSH_KEY"; cat key | ssh-add -',
   "\u{1F469}\u200d\u{1F4BB} pairs; a \u200b spaced word, \u0641\u0627\u200c\u0631\u0633 \u200f and \u{1F44D}\u{1F3FD}",
 ];
