@@ -35,7 +35,7 @@ import {
   REJECTED_SUBDIR,
   SessionQueue,
 } from "../openviking/queue.ts";
-import { commandName } from "../lib/self.ts";
+import { commandAfterPurge, commandName } from "../lib/self.ts";
 import { wrap } from "../lib/columns.ts";
 
 /**
@@ -202,10 +202,14 @@ export async function purgeCommitStep(
       if (queued.length) {
         plan.notes.push(
           `Queued: the commit of ${queued.join(", ")}, in ${joinPath(pending, QUEUE_SUBDIR)} ` +
-            `(the server did not take it now): install again and the next session start replays it (or run "${cmd} replay").`,
+            `(the server did not take it now): install again and the next session start replays it (or run ` +
+            `"${commandAfterPurge(ctx.env)} replay").`,
         );
       }
-      const elsewhere = elsewhereWords(away.map((d) => ({ ...d, messages: 0, commits: 1 })));
+      const elsewhere = elsewhereWords(
+        away.map((d) => ({ ...d, messages: 0, commits: 1 })),
+        commandAfterPurge(ctx.env),
+      );
       if (elsewhere) {
         const what = away.map((d) => d.what).join(", ");
         plan.notes.push(wrapped([
