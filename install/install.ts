@@ -80,7 +80,7 @@ import {
   sharedStateDir,
 } from "../lib/paths.ts";
 import { scrub } from "../lib/redact.ts";
-import { commandName } from "../lib/self.ts";
+import { commandAfterPurge, commandName } from "../lib/self.ts";
 import { OWNED_MARK, SKILL_NAME, skillText, SYSTEM_PROMPT_TITLE } from "../memory/instructions.ts";
 import { refreshPromptFile } from "../memory/system-prompt.ts";
 import { asSentence } from "../openviking/advice.ts";
@@ -474,7 +474,7 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
 async function purgeableData(ctx: Context, notes: Plan["notes"]): Promise<string[]> {
   const out = [defaultLogPath(ctx.env)];
   const { config } = await loadConfig(ctx.env, ctx.cwd);
-  const cmd = commandName(ctx.env);
+  const cmd = commandAfterPurge(ctx.env); // what runs once this purge is done
   const here = await destinationFor(config);
   const queues = [
     [
@@ -499,7 +499,7 @@ async function purgeableData(ctx: Context, notes: Plan["notes"]): Promise<string
     const counted = { messages: sum("messages"), commits: sum("commits"), sessions: waiting.sessions.length };
     // Writes queued for another server or identity go only there: say where, and the command that sends them.
     const away = sub === QUEUE_SUBDIR ? waiting.sessions.filter((x) => !goesTo(x.to, here)) : [];
-    const elsewhere = sub === QUEUE_SUBDIR ? elsewhereOf(waiting.sessions, here) : undefined;
+    const elsewhere = sub === QUEUE_SUBDIR ? elsewhereOf(waiting.sessions, here, cmd) : undefined;
     const home = waiting.sessions.length - away.length;
     const next = !elsewhere
       ? then

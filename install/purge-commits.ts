@@ -30,12 +30,13 @@ import {
   destinationOf,
   elsewhereWords,
   goesTo,
+  placeWords,
   QUEUE_SUBDIR,
   queueSummary,
   REJECTED_SUBDIR,
   SessionQueue,
 } from "../openviking/queue.ts";
-import { commandName } from "../lib/self.ts";
+import { commandAfterPurge, commandName } from "../lib/self.ts";
 import { wrap } from "../lib/columns.ts";
 
 /**
@@ -57,17 +58,25 @@ export async function keyChangeNote(
     await destinationFor({ ...to, apiKey: oldKey }),
     await destinationFor({ ...to, apiKey: newKey }),
   ];
+  // Queued with the old key (or another of its user's), whatever account and user headers went with it.
+  const underOld = (d: Destination) =>
+    d.url === was.url && !!d.key && (d.key === was.key || (d.owner !== undefined && d.owner === was.owner));
   const queued = (await queueSummary(pendingDir(env)).catch(() => undefined))?.sessions
-    .filter((s) => s.to && goesTo(s.to, was) && !goesTo(s.to, now)) ?? [];
+    .filter((s) => s.to && underOld(s.to) && !goesTo(s.to, now)) ?? [];
   if (!waiting.length && !queued.length) return undefined;
   const sum = (k: "messages" | "commits") => queued.reduce((n, s) => n + s[k], 0);
   const counted = countWords({ messages: sum("messages"), commits: sum("commits"), sessions: queued.length });
+  // The account and user each went with, named in the environment that sends it again.
+  const who = new Set(queued.map((s) => placeWords({ ...s.to!, url: "", key: "" })));
+  const runs = [...who].map((w) =>
+    `\`${w && `${w} `}OPENVIKING_API_KEY=<the previous key> ${commandName(env)} replay\``
+  );
   const parts = [
     waiting.length &&
     `${waiting.reduce((a, b) => a + b, 0)} message(s) of ${waiting.length} session(s) wait ` +
       "for a commit that only that key makes",
     queued.length && `${counted} queued go only with that key or one of the same user: to send them, run ` +
-      `\`OPENVIKING_API_KEY=<the previous key> ${commandName(env)} replay\``,
+      runs.join(", "),
   ].filter(Boolean);
   return `Note: under the previous key for ${was.url}, ${parts.join(", and ")}.`;
 }
@@ -202,10 +211,14 @@ export async function purgeCommitStep(
       if (queued.length) {
         plan.notes.push(
           `Queued: the commit of ${queued.join(", ")}, in ${joinPath(pending, QUEUE_SUBDIR)} ` +
-            `(the server did not take it now): install again and the next session start replays it (or run "${cmd} replay").`,
+            `(the server did not take it now): install again and the next session start replays it (or run ` +
+            `"${commandAfterPurge(ctx.env)} replay").`,
         );
       }
-      const elsewhere = elsewhereWords(away.map((d) => ({ ...d, messages: 0, commits: 1 })));
+      const elsewhere = elsewhereWords(
+        away.map((d) => ({ ...d, messages: 0, commits: 1 })),
+        commandAfterPurge(ctx.env),
+      );
       if (elsewhere) {
         const what = away.map((d) => d.what).join(", ");
         plan.notes.push(wrapped([

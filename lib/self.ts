@@ -123,13 +123,9 @@ export function commandName(env: Env = processEnv()): string {
   const running = isCompiled()
     ? Deno.execPath()
     : copy && joinPath(copy, "bin", windows ? "openviking-kimi.cmd" : "openviking-kimi");
-  const base = realPath(orNoHome(() => integrationDir(env)) ?? "");
   const self = running ? realPath(running) : undefined;
-  const isOurs = (path: string) => {
-    const real = realPath(path);
-    const inside = base !== undefined && real?.startsWith(base) && /[\\/]/.test(real[base.length]);
-    return real !== undefined && (inside || real === self);
-  };
+  const isOurs = (path: string) =>
+    inIntegration(path, env) || (self !== undefined && realPath(path) === self);
   const names = windows ? ["openviking-kimi.exe", "openviking-kimi.cmd"] : ["openviking-kimi"];
   const dirs = (env.PATH ?? "").split(windows ? ";" : ":").filter(isAbsolutePath);
   // The shell runs the first one PATH finds: when it is not ours, ours is named by its path.
@@ -138,7 +134,40 @@ export function commandName(env: Env = processEnv()): string {
   const placed = windows ? undefined : orNoHome(() => joinPath(commandDir(env), "openviking-kimi"));
   if (placed && isOurs(placed)) return quotePath(placed);
   if (running) return quotePath(running);
-  return `deno task -q --config ${quotePath(joinPath(checkoutRoot(), "deno.json"))} cli`;
+  return checkoutTask(checkoutRoot());
+}
+
+/**
+ * The words that run openviking-kimi once a last purge removed our copies and command: this binary when it
+ * lives elsewhere, else the checkout (this one, or the one the running copy was built from) while it is
+ * there; else the name an install places, which "install again" in the purge's notes puts back.
+ */
+export function commandAfterPurge(env: Env = processEnv()): string {
+  const copy = copyDir();
+  if (isCompiled()) {
+    return inIntegration(Deno.execPath(), env) ? "openviking-kimi" : quotePath(Deno.execPath());
+  }
+  const root = copy ? copySource(copy) : checkoutRoot();
+  return root && realPath(joinPath(root, "deno.json")) ? checkoutTask(root) : "openviking-kimi";
+}
+
+/** The words that run the checkout at `root`. */
+const checkoutTask = (root: string) => `deno task -q --config ${quotePath(joinPath(root, "deno.json"))} cli`;
+
+/** The checkout an installed copy was built from, as its copy.json records it. */
+function copySource(dir: string): string | undefined {
+  try {
+    const { source } = JSON.parse(Deno.readTextFileSync(joinPath(dir, COPY_FILES.info))) as {
+      source?: unknown;
+    };
+    return typeof source === "string" && source !== "" ? source : undefined;
+  } catch { /* no record: a hand-made copy */ }
+}
+
+/** Whether `path` really lies inside our integration directory (copies, the installed binary, the launcher). */
+function inIntegration(path: string, env: Env): boolean {
+  const [base, real] = [realPath(orNoHome(() => integrationDir(env)) ?? ""), realPath(path)];
+  return base !== undefined && real !== undefined && real.startsWith(base) && /[\\/]/.test(real[base.length]);
 }
 
 /** The directory the user ran this command in (`deno task` runs a checkout's task in its root: `INIT_CWD`). */

@@ -166,6 +166,32 @@ Deno.test("config mode: the first prompt carries the profile's rows; after /comp
   assertEquals(fake.messages(`kc-${session}`).length, 0, "and nothing was captured");
 });
 
+Deno.test("config mode: preferences listed before their abstracts print no profile row; a later prompt asks again and shows them, once", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start();
+  const env = sandboxEnv(dir.path, fake.url, { OPENVIKING_AUTO_CAPTURE: "false" });
+  const session = "session_5b1c1f0e-2222-4222-8333-944455556666";
+  const ask = (text: string) => hook(env, "UserPromptSubmit", session, { prompt: text });
+  fake.files.delete("viking://user/default/memories/profile.md");
+  const preferences = "viking://user/default/memories/preferences";
+  const tabs = { name: "tabs.md", rel_path: "tabs.md", isDir: false, abstract: "" }; // as 0.5.2 lists a new one
+  fake.dirs.set(preferences, [tabs]);
+  assertEquals(
+    await ask("how should I indent this file?"),
+    `<openviking-context>\n${FAKE_MEMORY_LINE}\n</openviking-context>\n`,
+  );
+  fake.dirs.set(preferences, [{ ...tabs, abstract: "Indents with tabs" }]);
+  assertEquals(
+    await ask("and what about YAML files?"),
+    "<openviking-context>\nProfile (viking://user/default/memories/profile.md): Indents with tabs\n</openviking-context>\n",
+  );
+  assertEquals(await ask("and Makefiles?"), "", "shown once: not asked again");
+  const profiles = (await readLedger(ledgerDir(env), session)).flatMap((e) =>
+    e.kind === "prompt" ? [e.profile] : []
+  );
+  assertEquals(profiles, ["pending", "injected", "already"]);
+});
+
 Deno.test("prompt hook: a refused key is told in one line, once a session, again for another refusal", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start({ apiKey: "right" });

@@ -104,7 +104,8 @@ export interface Injection {
   recall: RecallResult["source"] | "reused" | "skipped";
   injected: z.infer<typeof ShownSchema>[];
   suppressed: string[];
-  profile: "injected" | "empty" | "unavailable" | "not-asked";
+  /** "pending": listed, yet nothing to print (a new preference before its abstract), so asked again. */
+  profile: "injected" | "empty" | "pending" | "unavailable" | "not-asked";
   found?: RecallResult;
   failure?: OvFailure;
 }
@@ -171,7 +172,15 @@ export async function injectionFor(
     recall: req.reuse !== undefined ? "reused" : recalled?.source ?? "skipped",
     suppressed: recalled?.memories.filter((m) => seen.has(m.uri)).map((m) => m.uri) ?? [],
     // "injected" only when a row of it was printed (a preference without an abstract yet gives none).
-    profile: !req.profile ? "not-asked" : !parts ? "unavailable" : profileRows ? "injected" : "empty",
+    profile: !req.profile
+      ? "not-asked"
+      : !parts
+      ? "unavailable"
+      : profileRows
+      ? "injected"
+      : hasProfile
+      ? "pending"
+      : "empty",
     found: ask && !recalled?.failure ? recalled : undefined,
     ...(failure ? { failure } : {}),
   };

@@ -209,7 +209,7 @@ Deno.test("inject: at most the limit of memories and the characters allowed; the
   assertTrue(narrow.stdout.length <= 400, String(narrow.stdout.length));
 });
 
-Deno.test("inject: the profile's rows and the memories share one block; an unanswered profile is retried, an empty one is done", async () => {
+Deno.test("inject: the profile's rows and the memories share one block; an unanswered or pending profile is retried, an empty one is done", async () => {
   await using fake = await FakeOpenViking.start();
   const c = await config({ OPENVIKING_URL: fake.url });
   const client = createClient(c, "");
@@ -233,11 +233,11 @@ Deno.test("inject: the profile's rows and the memories share one block; an unans
   fake.dirs.set("viking://user/default/memories/preferences", []);
   const empty = await injectionFor(client, c, injection({ profile: true, injected: [uri] }));
   assertEquals([empty.stdout, empty.profile], ["", "empty"]);
-  // A preference with no abstract yet (as 0.5.2 lists a new one) gives no row: nothing shown, so "empty".
+  // A preference with no abstract yet (as 0.5.2 lists a new one) gives no row: nothing shown, asked again.
   const bare = { name: "tabs.md", rel_path: "tabs.md", isDir: false, abstract: "" };
   fake.dirs.set("viking://user/default/memories/preferences", [bare]);
   const blank = await injectionFor(client, c, injection({ profile: true, injected: [uri] }));
-  assertEquals([blank.stdout, blank.profile], ["", "empty"]);
+  assertEquals([blank.stdout, blank.profile], ["", "pending"]);
   fake.fault({ route: "*", status: 503 });
   const down = await injectionFor(client, c, injection({ profile: true }));
   assertEquals([down.stdout, down.profile], ["", "unavailable"]);

@@ -64,8 +64,14 @@ export function placeWords(d: Destination): string {
   return Object.entries({ URL: d.url, ACCOUNT: d.account, USER: d.user, API_KEY: key })
     .filter(([, v]) => v).map(([k, v]) => `OPENVIKING_${k}=${v}`).join(" ");
 }
-/** Writes held for other destinations (per session), in words: what waits where and how to deliver it there. */
-export function elsewhereWords(held: readonly (Destination & ReturnType<typeof countOf>)[]) {
+/**
+ * Writes held for other destinations (per session), in words: what waits where and how to deliver it there
+ * (`command` runs openviking-kimi).
+ */
+export function elsewhereWords(
+  held: readonly (Destination & ReturnType<typeof countOf>)[],
+  command = commandName(),
+) {
   const byPlace = new Map<string, ReturnType<typeof countOf>>();
   for (const d of held) {
     const where = placeWords(d);
@@ -73,7 +79,7 @@ export function elsewhereWords(held: readonly (Destination & ReturnType<typeof c
     byPlace.set(where, { messages: n.messages + d.messages, commits: n.commits + d.commits });
   }
   if (!byPlace.size) return undefined;
-  const commands = [...byPlace.keys()].map((where) => `\`${where} ${commandName()} replay\``).join(", ");
+  const commands = [...byPlace.keys()].map((where) => `\`${where} ${command} replay\``).join(", ");
   const summary = [...byPlace].map(([w, n]) => `${countWords(n)} are for another server or identity (${w})`);
   return {
     summary: summary.join("; "),
@@ -86,10 +92,10 @@ export function elsewhereWords(held: readonly (Destination & ReturnType<typeof c
  * The sessions' writes queued for another destination than `here`, in words, and `here`'s own writes queued
  * behind them (a session's writes go in order); undefined when there are none.
  */
-export function elsewhereOf(sessions: QueueSummary["sessions"], here: Destination) {
+export function elsewhereOf(sessions: QueueSummary["sessions"], here: Destination, command?: string) {
   const away = (r: QueueRun) => !goesTo(r.to, here);
   const runs = sessions.map((s) => s.runs ?? [s]);
-  const words = elsewhereWords(runs.flat().flatMap((r) => away(r) ? [{ ...r, ...r.to! }] : []));
+  const words = elsewhereWords(runs.flat().flatMap((r) => away(r) ? [{ ...r, ...r.to! }] : []), command);
   const behind = runs.flatMap((rs) => rs.slice(rs.findIndex(away) + 1 || rs.length).filter((r) => !away(r)));
   if (!words || !behind.length) return words;
   const n = countOf([]);

@@ -12,6 +12,7 @@ import { versionsDir } from "../../install/program.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { WORKER_ENV } from "../../kimi/detach.ts";
 import { sha256Hex } from "../../lib/hash.ts";
+import { enqueueMessages, range } from "../support/queue.ts";
 
 /** A process holding the copy's in-use.lock shared, as a running Kimi's MCP server or hook does. */
 async function holdCopy(copy: string) {
@@ -144,5 +145,40 @@ Deno.test({
     asked = searches();
     await prompt("and the tile decoder?");
     assertEquals(searches(), asked + 1, "a record over 1 MiB: the prompt hook recalls");
+  },
+});
+
+Deno.test({
+  name:
+    "the last purge, run by the copy's own launcher once a first purge kept it for a running Kimi: the replay it names still runs",
+  ignore: Deno.build.os === "windows",
+  async fn() {
+    await using dir = await tempDir();
+    await using fake = await FakeOpenViking.start();
+    const b = `${dir.path}/home/kimi-b`;
+    const { t, copy } = await installedHooks(dir.path, fake, [b]);
+    const holder = await holdCopy(copy); // the first home's Kimi still runs
+    try {
+      await t.run(runUninstall, { purge: true, yes: true });
+    } finally {
+      holder.kill();
+      await holder.status;
+    }
+    await enqueueMessages(`${t.ov}/pending`, "kc-left", range(1));
+    // The user's Deno cache, which this checkout's task runs with.
+    const denoDir = Deno.env.get("DENO_DIR") ?? `${Deno.env.get("HOME")}/.cache/deno`;
+    const path = `${Deno.execPath().replace(/\/[^/]*$/, "")}:/usr/bin:/bin`;
+    const env = { HOME: t.home, OPENVIKING_URL: fake.url, PATH: path, DENO_DIR: denoDir };
+    const run = (command: string, args: string[]) =>
+      new Deno.Command(command, { args, env, clearEnv: true, stdout: "piped", stderr: "piped" }).output();
+    const out = await run(`${copy}/bin/openviking-kimi`, ["uninstall", "--purge", "--kimi-home", b]);
+    const said = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+    assertEquals(out.code, 0, said);
+    assertEquals(await exists(copy), false, said);
+    const named = /^Kept: .* \(or run "(.+) replay"\)/m.exec(said.replace(/\n  +/g, " "));
+    assertTrue(named, said);
+    const replay = await run("sh", ["-c", `${named[1]} replay`]);
+    assertEquals(replay.code, 0, `${named[1]} replay: ${new TextDecoder().decode(replay.stderr)}\n${said}`);
+    assertEquals(fake.messages("kc-left").length, 1, "the queued write sent");
   },
 });

@@ -145,6 +145,39 @@ Deno.test("install with another key for the same URL says, in one line, what wai
   }
 });
 
+Deno.test("install with another user's key for the same URL names the writes queued under the old key with their identity, in the same line as the captures", async () => {
+  await using dir = await tempDir();
+  const t = await installSandbox(dir.path);
+  const ctx = t.ctx(await fakeCompiled(dir.path), { fetch: acceptingFetch });
+  const url = "http://127.0.0.1:9";
+  const [old, coder] = [userKey("default", "default"), userKey("kimi-e2e", "coder")];
+  const install = (apiKey: string) =>
+    t.run(runInstall, { credentials: { url, apiKey, apiKeyFrom: "stdin" } }, ctx);
+  await install(old);
+  const state = `${t.ov}/hook-state/kimicode`;
+  await Deno.mkdir(state, { recursive: true });
+  const destination = await sessionDestination({ baseUrl: url, account: "", user: "", apiKey: old });
+  const s = { version: 1, capturedSinceCommit: 2, ovSession: "kc-s1", destination, lastAckedKey: "k2" };
+  await Deno.writeTextFile(`${state}/kc-s1.json`, JSON.stringify(s));
+  // Queued by a Kimi whose environment named the account and user too.
+  const queuedFor = { baseUrl: url, account: "default", user: "default", apiKey: old };
+  const msg = { role: "user" as const, content: "hello" };
+  await (await SessionQueue.open(`${t.ov}/pending`, "kc-s2", await destinationFor(queuedFor))).messages([
+    msg,
+  ]);
+  const said = (await install(coder)).split("\n").filter((l) => /previous key/.test(l));
+  assertEquals(said.length, 1, said.join("\n"));
+  assertStringIncludes(
+    said[0],
+    "2 message(s) of 1 session(s) wait for a commit that only that key makes, and ",
+  );
+  assertStringIncludes(said[0], "1 message(s), 0 commit(s) of 1 session(s) queued go only with that key");
+  assertMatch(
+    said[0],
+    /`OPENVIKING_ACCOUNT=default OPENVIKING_USER=default OPENVIKING_API_KEY=<the previous key> .+ replay`/,
+  );
+});
+
 /**
  * A process standing for our idle-commit worker (or, without `watchDir`, any process of the copy): holds the
  * copy's in-use.lock shared; with `watchDir`, ends once that directory is gone, as the watch does.
