@@ -47,3 +47,18 @@ export function assertLinear(
     );
   }
 }
+
+/**
+ * 65,536 prints of 6 characters (lib/redact.ts `secretPrint`), one per top of the first hash, counting lookups: to
+ * redaction by prints every position is a hit, so `lookups` counts the positions it looked at.
+ */
+export class EveryTop extends Set<string> {
+  lookups = 0;
+  constructor() {
+    super(Array.from({ length: 1 << 16 }, (_, i) => `6:${((i << 16) >>> 0).toString(36)}:0`));
+  }
+  override has(print: string): boolean {
+    this.lookups++;
+    return super.has(print);
+  }
+}
