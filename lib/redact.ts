@@ -623,21 +623,21 @@ function basePower(base: number, n: number): number {
   for (let i = 0; i < n; i++) r = Math.imul(r, base);
   return r;
 }
-/** A prints set parsed once: its lengths (that redaction learns) and a 2^16-entry table of its first hashes' tops. */
-type Parsed = { lengths: readonly number[]; tops: Uint8Array };
+/** A prints set parsed once: its first hashes by length (of lengths redaction learns), a table of their tops. */
+type Parsed = { firsts: ReadonlyMap<number, ReadonlySet<number>>; tops: Uint8Array };
 const parsedPrints = new WeakMap<ReadonlySet<string>, Parsed>();
 function parse(prints: ReadonlySet<string>): Parsed {
   const known = parsedPrints.get(prints);
   if (known) return known;
-  const [lengths, tops] = [new Set<number>(), new Uint8Array(1 << 16)];
+  const [firsts, tops] = [new Map<number, Set<number>>(), new Uint8Array(1 << 16)];
   for (const p of prints) {
     const [length, h1] = p.split(":");
-    const n = Number(length);
+    const [n, first] = [Number(length), Number.parseInt(h1, 36) | 0];
     if (!(n >= MIN_LEARNED)) continue;
-    lengths.add(n);
-    tops[Number.parseInt(h1, 36) >>> 16] = 1;
+    firsts.set(n, (firsts.get(n) ?? new Set()).add(first));
+    tops[first >>> 16] = 1;
   }
-  const parsed = { lengths: [...lengths], tops };
+  const parsed = { firsts, tops };
   parsedPrints.set(prints, parsed);
   return parsed;
 }
@@ -645,24 +645,29 @@ function parse(prints: ReadonlySet<string>): Parsed {
 /**
  * The bare recurrences of secrets whose print is in `prints` that start before `upTo`, redacted in
  * `text.slice(0, upTo)` (a prefix of the whole text's result): the first hash of every prefix in one pass, then
- * per length a subtraction per position, its top looked up in a table; only a hit is hashed whole.
+ * per position and length a subtraction, its top looked up in a table; only a hit is hashed whole.
  */
 function redactPrintedHead(text: string, prints: ReadonlySet<string>, upTo: number): string {
-  const { lengths, tops } = parse(prints);
-  const n = Math.min(text.length, upTo + Math.max(0, ...lengths));
+  const { firsts, tops } = parse(prints);
+  const fit = Int32Array.from([...firsts.keys()].filter((l) => l <= text.length)).sort().reverse(); // longest first
+  const [outs, hashes] = [fit.map((l) => basePower(B1, l)), Array.from(fit, (l) => firsts.get(l)!)];
+  const n = Math.min(text.length, upTo + (fit[0] ?? 0));
   const prefix = new Int32Array(n + 1); // prefix[i]: the first hash of text[0, i)
   for (let i = 0; i < n; i++) prefix[i + 1] = (Math.imul(prefix[i], B1) + text.charCodeAt(i)) | 0;
-  const spans: [number, number][] = [];
-  for (const length of lengths) {
-    if (length > n) continue;
-    const out = basePower(B1, length);
-    for (let at = 0, end = length; end <= n && at < upTo; at++, end++) {
-      if (!tops[((prefix[end] - Math.imul(prefix[at], out)) | 0) >>> 16]) continue;
-      const span = text.slice(at, end);
-      if (prints.has(secretPrint(span)) && bareSpan(text, at, end)) spans.push([at, Math.min(end, upTo)]);
+  const spans: [number, number][] = []; // by start, the longest first
+  for (let at = 0; at < n && at < upTo; at++) {
+    const from = prefix[at];
+    for (let j = 0; j < fit.length; j++) {
+      const end = at + fit[j];
+      if (end > n) continue;
+      const first = (prefix[end] - Math.imul(from, outs[j])) | 0;
+      if (!tops[first >>> 16] || !hashes[j].has(first)) continue;
+      if (prints.has(secretPrint(text.slice(at, end))) && bareSpan(text, at, end)) {
+        spans.push([at, Math.min(end, upTo)]);
+      }
     }
   }
-  return redactSpans(text.slice(0, upTo), spans.sort((a, b) => a[0] - b[0] || b[1] - a[1]));
+  return redactSpans(text.slice(0, upTo), spans);
 }
 
 /** {@link redactPrintedHead} of a head growing until its result, trimmed, is longer than `keep` (or is whole). */
