@@ -634,51 +634,73 @@ function basePower(base: number, n: number): number {
   for (let i = 0; i < n; i++) r = Math.imul(r, base);
   return r;
 }
-/** Each prints set's first hashes by length (of lengths redaction learns), parsed once per set. */
-const parsedPrints = new WeakMap<ReadonlySet<string>, ReadonlyMap<number, ReadonlySet<number>>>();
-function firstHashes(prints: ReadonlySet<string>): ReadonlyMap<number, ReadonlySet<number>> {
+/** A prints set parsed once: its first hashes by length (of lengths redaction learns), a table of their tops. */
+type Parsed = { firsts: ReadonlyMap<number, ReadonlySet<number>>; tops: Uint8Array };
+const parsedPrints = new WeakMap<ReadonlySet<string>, Parsed>();
+function parse(prints: ReadonlySet<string>): Parsed {
   const known = parsedPrints.get(prints);
   if (known) return known;
-  const firsts = new Map<number, Set<number>>();
+  const [firsts, tops] = [new Map<number, Set<number>>(), new Uint8Array(1 << 16)];
   for (const p of prints) {
     const [length, h1] = p.split(":");
-    const n = Number(length);
-    if (n >= MIN_LEARNED) firsts.set(n, (firsts.get(n) ?? new Set()).add(Number.parseInt(h1, 36) | 0));
+    const [n, first] = [Number(length), Number.parseInt(h1, 36) | 0];
+    if (!(n >= MIN_LEARNED)) continue;
+    firsts.set(n, (firsts.get(n) ?? new Set()).add(first));
+    tops[first >>> 16] = 1;
   }
-  parsedPrints.set(prints, firsts);
-  return firsts;
+  const parsed = { firsts, tops };
+  parsedPrints.set(prints, parsed);
+  return parsed;
 }
 
-/** Every bare recurrence of a secret whose print is in `prints` redacted: a rolling hash per length that fits. */
-function redactPrinted(text: string, prints: ReadonlySet<string>): string {
-  const spans: [number, number][] = [];
-  for (const [length, hashes] of firstHashes(prints)) {
-    if (length > text.length) continue;
-    const [out1, out2] = [basePower(B1, length), basePower(B2, length)];
-    let [h1, h2] = [0, 0];
-    for (let end = 1; end <= text.length; end++) {
-      const c = text.charCodeAt(end - 1);
-      h1 = (Math.imul(h1, B1) + c) | 0;
-      h2 = (Math.imul(h2, B2) + c) | 0;
-      if (end > length) {
-        const gone = text.charCodeAt(end - 1 - length);
-        h1 = (h1 - Math.imul(gone, out1)) | 0;
-        h2 = (h2 - Math.imul(gone, out2)) | 0;
-      }
-      const at = end - length;
-      if (at >= 0 && hashes.has(h1) && prints.has(printOf(length, h1, h2)) && bareSpan(text, at, end)) {
-        spans.push([at, end]);
+/**
+ * The bare recurrences of secrets whose print is in `prints` that start before `upTo`, redacted in
+ * `text.slice(0, upTo)` (a prefix of the whole text's result): the first hash of every prefix in one pass, then
+ * per position and length a subtraction, its top looked up in a table; only a hit is hashed whole.
+ */
+function redactPrintedHead(text: string, prints: ReadonlySet<string>, upTo: number): string {
+  const { firsts, tops } = parse(prints);
+  const fit = Int32Array.from([...firsts.keys()].filter((l) => l <= text.length)).sort().reverse(); // longest first
+  const [outs, hashes] = [fit.map((l) => basePower(B1, l)), Array.from(fit, (l) => firsts.get(l)!)];
+  const n = Math.min(text.length, upTo + (fit[0] ?? 0));
+  const prefix = new Int32Array(n + 1); // prefix[i]: the first hash of text[0, i)
+  for (let i = 0; i < n; i++) prefix[i + 1] = (Math.imul(prefix[i], B1) + text.charCodeAt(i)) | 0;
+  const spans: [number, number][] = []; // by start, the longest first
+  for (let at = 0; at < n && at < upTo; at++) {
+    const from = prefix[at];
+    for (let j = 0; j < fit.length; j++) {
+      const end = at + fit[j];
+      if (end > n) continue;
+      const first = (prefix[end] - Math.imul(from, outs[j])) | 0;
+      if (!tops[first >>> 16] || !hashes[j].has(first)) continue;
+      if (prints.has(secretPrint(text.slice(at, end))) && bareSpan(text, at, end)) {
+        spans.push([at, Math.min(end, upTo)]);
       }
     }
   }
-  return redactSpans(text, spans.sort((a, b) => a[0] - b[0] || b[1] - a[1]));
+  return redactSpans(text.slice(0, upTo), spans);
+}
+
+/** {@link redactPrintedHead} of a head growing until its result, trimmed, is longer than `keep` (or is whole). */
+function redactPrinted(text: string, prints: ReadonlySet<string>, keep: number): string {
+  for (let upTo = 2 * keep + 64;; upTo *= 2) {
+    const head = redactPrintedHead(text, prints, upTo);
+    if (upTo >= text.length || head.trim().length > keep) return head;
+  }
 }
 
 /**
  * Private spans, then credentials, out. Each secret found (and private span, and its lines) is learned into `seen`
- * (the texts of one turn or batch) and redacted wherever it recurs bare; so is each secret of `prints`.
+ * (the texts of one turn or batch) and redacted wherever it recurs bare; so is each secret of `prints`. With
+ * `keep`, the result may be only a prefix of it, one longer than `keep` once trimmed: redaction by prints
+ * costs a pass per print length, so it stops soon past what a caller that cuts at `keep` keeps.
  */
-export function redact(text: string, seen?: Set<string>, prints?: ReadonlySet<string>): string {
+export function redact(
+  text: string,
+  seen?: Set<string>,
+  prints?: ReadonlySet<string>,
+  keep = Infinity,
+): string {
   const hide: Hide = !seen ? plain : (secret) => {
     let s = secret.trim();
     const quote = OPENING_QUOTE.exec(s)?.[0] ?? "";
@@ -688,7 +710,7 @@ export function redact(text: string, seen?: Set<string>, prints?: ReadonlySet<st
   };
   const out = redactCredentials(stripPrivate(text, hide), hide);
   const again = seen ? redactSeen(out, seen) : out;
-  return prints?.size ? redactPrinted(again, prints) : again;
+  return prints?.size ? redactPrinted(again, prints, keep) : again;
 }
 
 /** A URL — or any text naming URLs — with every `user:password@` removed (for messages and logs). */

@@ -1,6 +1,6 @@
 import { assertEquals, assertTrue } from "../tests/support/assert.ts";
 import { CREDENTIALS, NOT_SECRETS } from "../tests/support/credentials.ts";
-import { assertLinear, LINEAR_BOUND_MS, mb as repeated } from "../tests/support/linear.ts";
+import { assertLinear, LINEAR_BOUND_MS, mb as repeated, NearPrint } from "../tests/support/linear.ts";
 import { CREDENTIAL_RULES, MAX_PRINTS, redact, REDACTED, secretPrint } from "./redact.ts";
 
 /**
@@ -563,4 +563,37 @@ Deno.test("redact: a credential wrapped in base64 goes whole; base64 of plain te
 Deno.test("redact: curl's -u password at the start of a line of pasted JSON goes too", () => {
   const text = JSON.stringify({ cmd: "curl https://api.example.com \\\n-u admin:Hunter2xQ9 -X POST" });
   assertEquals(redact(text), text.replace("Hunter2xQ9", REDACTED));
+});
+
+Deno.test("redact: with `keep`, prints are looked for about as far as is kept, not in the whole text", () => {
+  const text = "a".repeat(1 << 20);
+  const whole = new NearPrint(secretPrint("aaaaaa"));
+  assertEquals(redact(text, undefined, whole), text);
+  assertEquals(whole.lookups, text.length - 5, "without keep, every position is looked up");
+  const kept = new NearPrint(secretPrint("aaaaaa"));
+  const head = redact(text, undefined, kept, 1000);
+  assertTrue(text.startsWith(head) && head.trim().length > 1000, `${head.length}`);
+  assertTrue(kept.lookups <= 2 * 1000 + 64, `${kept.lookups} lookups for 1000 characters kept`);
+});
+
+Deno.test("redact: with `keep`, the result is a prefix of the whole result, even where a secret spans the cut", () => {
+  const seen = new Set<string>();
+  redact("db_password=Tr0ub4dorXq9\nthe token: 'ab-ab-ab-ab'", seen);
+  assertEquals(seen.size, 2);
+  const prints = new Set([...seen].map(secretPrint));
+  const texts = [
+    `${"word ".repeat(30)}Tr0ub4dorXq9 ${"more ".repeat(40)}`,
+    `  ${"ab-ab-ab-ab-".repeat(60)} Tr0ub4dorXq9 tail ${"x ".repeat(100)}`, // overlapping recurrences: one run
+    `${" ".repeat(300)}Tr0ub4dorXq9${" ".repeat(300)}`,
+    "Tr0ub4dorXq9",
+  ];
+  for (const text of texts) {
+    const whole = redact(text, undefined, prints);
+    assertTrue(whole.includes(REDACTED) && !whole.includes("Tr0ub"), whole);
+    for (const keep of [0, 1, 5, 11, 12, 13, 40, 70, 150, 151, 1000]) {
+      const head = redact(text, undefined, prints, keep);
+      assertTrue(whole.startsWith(head), `keep ${keep}: ${JSON.stringify(head)}`);
+      assertTrue(head === whole || head.trim().length > keep, `keep ${keep}: too short`);
+    }
+  }
 });

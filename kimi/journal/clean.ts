@@ -95,7 +95,8 @@ export const TRUNCATION_MARK = "\n[truncated]";
 
 /**
  * A message's text after cleaning, redaction and the filters: `{text}` to send or `{reason}` to skip; secrets of
- * `seen` and `prints` (lib/redact.ts `redact`) hidden where they recur bare.
+ * `seen` and `prints` (lib/redact.ts `redact`) hidden where they recur bare; with `prints`, a text longer than
+ * `maxLength` is redacted and judged by its head only.
  */
 export function prepareText(
   raw: string,
@@ -103,7 +104,9 @@ export function prepareText(
   options: { maxLength: number; redact: boolean; seen?: Set<string>; prints?: ReadonlySet<string> },
 ): { text: string; reason: SkipReason } {
   const cleaned = cleanInjected(raw);
-  const safe = options.redact ? redact(cleaned, options.seen, options.prints).trim() : cleaned;
+  const safe = options.redact
+    ? redact(cleaned, options.seen, options.prints, options.maxLength).trim()
+    : cleaned;
   const reason = skipReason(safe, role);
   return { text: reason ? "" : cutText(safe, options.maxLength, TRUNCATION_MARK, "any"), reason };
 }

@@ -1,7 +1,8 @@
 import fc from "fast-check";
 import { assertEquals, assertStringIncludes, assertTrue } from "../../tests/support/assert.ts";
 import { params } from "../../tests/fuzz/arbitraries.ts";
-import { assertLinear, mb } from "../../tests/support/linear.ts";
+import { assertLinear, mb, NearPrint } from "../../tests/support/linear.ts";
+import { secretPrint } from "../../lib/redact.ts";
 import { cleanInjected, prepareText, skipReason, TRUNCATION_MARK } from "./clean.ts";
 
 Deno.test("clean: every injected form is stripped", () => {
@@ -135,4 +136,15 @@ Deno.test("clean: the prompt hook's digest is removed whole, whatever its memori
     cleanInjected(`<hook_result hook_event="UserPromptSubmit">\n${digest}\n</hook_result>\nok then`),
     "ok then",
   );
+});
+
+Deno.test("prepareText: a message far longer than maxLength is redacted by prints only about as far as it is kept", () => {
+  const prints = new NearPrint(secretPrint("aaaaaa"));
+  const raw = `db_password=Tr0ub4dorXq9\n${"a".repeat(1 << 20)}`;
+  const { text } = prepareText(raw, "user", { maxLength: 1000, redact: true, prints });
+  assertTrue(
+    text.startsWith("db_password=[REDACTED]\naaaa") && text.endsWith(TRUNCATION_MARK),
+    text.slice(0, 40),
+  );
+  assertTrue(prints.lookups <= 2 * 1000 + 64, `${prints.lookups} lookups for 1000 characters kept`);
 });
