@@ -488,9 +488,30 @@ export function atFake(fake: FakeOpenViking, ovSessionId: string, n: number): Pr
   return waitUntil(enough, 20_000, `${n} messages of ${ovSessionId} at the fake`, 100, held);
 }
 
+/** What the fake holds of a session: its messages and commits. */
+const fakeState = (fake: FakeOpenViking, ovSessionId: string) => ({
+  messages: fakeMessages(fake, ovSessionId),
+  commits: fake.sessions.get(ovSessionId)?.commits,
+});
+
+/** Waits until the fake holds exactly `expected` for the session and `commits` commits. */
+export async function fakeHolds(
+  fake: FakeOpenViking,
+  ovSessionId: string,
+  expected: Msg[],
+  commits: number,
+  timeoutMs = 30_000,
+): Promise<void> {
+  const state = () => fakeState(fake, ovSessionId);
+  const matches = () =>
+    JSON.stringify(state()) === JSON.stringify({ messages: expected, commits }) || undefined;
+  const what = `the fake to hold ${expected.length} messages and ${commits} commits of ${ovSessionId}`;
+  await waitUntil(matches, timeoutMs, what, 100, state);
+}
+
 /**
- * Waits until the fake holds exactly `expected` for the session and `commits` commits, then until the fake
- * has been idle for half a second, and checks again (so a late duplicate would still be seen).
+ * {@link fakeHolds}, then waits until the fake has been idle for half a second and checks again (so a late
+ * duplicate would still be seen).
  */
 export async function expectFakeSession(
   fake: FakeOpenViking,
@@ -499,17 +520,10 @@ export async function expectFakeSession(
   commits: number,
   timeoutMs = 30_000,
 ): Promise<void> {
-  const state = () => ({
-    messages: fakeMessages(fake, ovSessionId),
-    commits: fake.sessions.get(ovSessionId)?.commits,
-  });
-  const matches = () =>
-    JSON.stringify(state()) === JSON.stringify({ messages: expected, commits }) || undefined;
-  const what = `the fake to hold ${expected.length} messages and ${commits} commits of ${ovSessionId}`;
-  await waitUntil(matches, timeoutMs, what, 100, state);
+  await fakeHolds(fake, ovSessionId, expected, commits, timeoutMs);
   const idle = () => Date.now() - (fake.requests.at(-1)?.at ?? 0) >= 500;
   await waitUntil(idle, timeoutMs, "the fake to be idle for 500 ms");
-  assertEquals(state(), { messages: expected, commits });
+  assertEquals(fakeState(fake, ovSessionId), { messages: expected, commits });
 }
 
 /** The markers of injected or foreign text (recall, reminders, thinking, tool output…) that `text` carries. */

@@ -448,6 +448,9 @@ export function tmuxAvailable(): Promise<boolean> {
   return tmux.output().then((out) => out.success, () => false);
 }
 
+/** The welcome box's line once Kimi's TUI has a model (measured in 0.41.0 to 2.1.0). */
+const TUI_READY = "Send /help for help information.";
+
 /** The interactive Kimi TUI running inside a private tmux server (own socket, killed on close). */
 export class KimiTui {
   readonly socket: string;
@@ -482,10 +485,10 @@ export class KimiTui {
     ];
     await tui.#tmux(session, { PATH: vars.PATH, HOME: vars.HOME, LANG: "C.UTF-8", TERM: "xterm-256color" });
     const screen = await tui.waitFor(/Trust this folder\?|│ >|No session yet/);
-    if (/Trust this folder\?/.test(screen)) {
-      await tui.keys("Enter");
-      await tui.waitFor(/│ >/);
-    }
+    if (/Trust this folder\?/.test(screen)) await tui.keys("Enter");
+    // The input box shows before the model is loaded (what is sent then gets "LLM not set"); the welcome box
+    // says "Send /help …" once it is (else "Run /login …").
+    await tui.waitFor((s) => s.includes("│ >") && s.includes(TUI_READY));
     return tui;
   }
 
