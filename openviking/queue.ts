@@ -77,8 +77,8 @@ export function elsewhereWords(held: readonly (Destination & ReturnType<typeof c
   const summary = [...byPlace].map(([w, n]) => `${countWords(n)} are for another server or identity (${w})`);
   return {
     summary: summary.join("; "),
-    fix: `they are sent only there: run ${commands} (with that server's key in OPENVIKING_API_KEY if it ` +
-      "needs one); they stay queued until then",
+    fix: `run ${commands} (with that server's key in OPENVIKING_API_KEY if it needs one); they are sent ` +
+      "only there and stay queued until then",
   };
 }
 
