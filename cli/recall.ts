@@ -82,7 +82,9 @@ export function renderRecall(r: RecallOutput): string {
     ...(paused ? [`${paused}; the hook asks nothing until the server answers its probe`] : []),
     ...(r.skipped ? [`recall skipped: ${r.skipped}`] : []),
     "",
-    `${plural(r.memories.length, "memory", "memories")}${r.skipped || r.failure ? "" : ` via ${r.path}`}` +
+    `${plural(r.memories.length, "memory", "memories")}${
+      r.skipped || r.failure || r.paused ? "" : ` via ${r.path}`
+    }` +
     (r.peer.id ? ` (peer ${r.peer.id}, from ${r.peer.source})` : ""),
     ...r.memories.map((m) =>
       `  ${m.score !== undefined ? m.score.toFixed(2) : "  – "}  ${m.uri}  (${m.chars} chars)`

@@ -3,7 +3,13 @@
 import type { Config } from "../openviking/config.ts";
 import { dirName, type Env } from "../lib/paths.ts";
 import type { Logger } from "../lib/log.ts";
-import { AnyResult, type Budget, createClient, type OpenVikingClient } from "../openviking/client.ts";
+import {
+  AnyResult,
+  type Budget,
+  createClient,
+  type OpenVikingClient,
+  type OvFailure,
+} from "../openviking/client.ts";
 import { isOpen, readBreaker } from "../openviking/breaker.ts";
 import type { StatePaths } from "./state.ts";
 import type { HookEvent } from "../kimi/hooks.ts";
@@ -69,7 +75,7 @@ export function clientFor(ctx: HookContext, peerId = ""): OpenVikingClient {
 const SILENT_HEALTH_MS = 2000;
 
 /** Per server, why this process found it silent (undefined: it answered) and when it asked: good for 30 s. */
-const silence = new Map<string, { at: number; why: Promise<string | undefined> }>();
+const silence = new Map<string, { at: number; why: Promise<OvFailure | undefined> }>();
 const SILENCE_KEPT_MS = 30_000;
 
 /**
@@ -89,9 +95,13 @@ export async function clientUnlessSilent(ctx: HookContext, budget: Budget): Prom
     asked = {
       at: Date.now(),
       why: health.then((h) =>
-        h.ok || h.kind !== "unreachable"
-          ? undefined
-          : `${h.error.message}; memory is paused for it since ${since}: not asked, queued`
+        h.ok || h.kind !== "unreachable" ? undefined : {
+          ...h,
+          error: {
+            ...h.error,
+            message: `${h.error.message}; memory is paused for it since ${since}: not asked, queued`,
+          },
+        }
       ),
     };
     silence.set(ctx.config.baseUrl, asked);

@@ -122,13 +122,22 @@ export async function listMemories(client: OpenVikingClient, roots: readonly Roo
     if (!res.ok && !isNotFound(res)) out.failures.push({ root, failure: res });
     return res.ok ? memoriesOfTree(root, res.result) : [];
   }))).flat();
-  const seeded = (uri: string) => uri.slice(uri.lastIndexOf("/") + 1) in SEEDED;
   const texts = await inEights(
     out.memories.map((m) => m.uri),
     (uri) => read(client, uri, seeded(uri) ? undefined : 6),
   );
   texts.forEach((t, i) => t.ok && t.result.trim() && (out.memories[i].text = t.result.trim()));
-  const unfilled = out.memories.filter((m, i) => texts[i].ok && isUnfilledTemplate(m.uri, m.text));
+  return templatesAside(out, texts.map((t) => t.ok ? t.result : undefined));
+}
+
+/** Whether `uri` is named as a file the server seeds. */
+const seeded = (uri: string) => uri.slice(uri.lastIndexOf("/") + 1) in SEEDED;
+
+/** `out` ranked, the seeded files nothing has filled in yet moved to its templates (`texts[i]`: memory i's, read). */
+function templatesAside(out: Listing, texts: (string | undefined)[]): Listing {
+  const unfilled = out.memories.filter((m, i) =>
+    texts[i] !== undefined && isUnfilledTemplate(m.uri, texts[i])
+  );
   out.templates = unfilled.map((m) => m.uri);
   out.memories = out.memories.filter((m) => !unfilled.includes(m)).sort(byRank);
   return out;
@@ -169,8 +178,13 @@ export async function searchMemories(
       h && isMemoryUri(h.uri) ? [listed(root, h.uri, h.abstract || h.uri, 0, h.score)] : []
     );
   }));
-  out.memories = found.flat().sort(byRank);
-  return out;
+  out.memories = found.flat();
+  const texts = await inEights(out.memories, async (m) => {
+    if (!seeded(m.uri)) return undefined;
+    const t = await read(client, m.uri);
+    return t.ok ? t.result : undefined;
+  });
+  return templatesAside(out, texts);
 }
 
 /** Whether a failure is the server saying the thing asked for is not there. */

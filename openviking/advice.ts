@@ -101,7 +101,7 @@ const ADVICE: Record<OvFailure["kind"], (f: Told, url: string, cmd: string, env:
       `\`${cmd} replay --rejected\` (doctor's rejected check lists them)`,
   }),
   unreachable: (f, url, cmd) =>
-    f.error.code === "TIMEOUT"
+    f.error.code === "TIMEOUT" || f.error.code === "SILENT"
       ? {
         summary: `OpenViking at ${url} takes connections but does not answer in time: ${f.error.message}`,
         fix: "check the server's log (a request stuck, the machine overloaded?) or restart it; writes wait " +

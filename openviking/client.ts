@@ -237,7 +237,10 @@ export function buildHeaders(
   return headers;
 }
 
-/** A request without an answer: `TIMEOUT`, `CONNECT` (nothing reached the server) or `NETWORK`. */
+/**
+ * A request without an answer: `TIMEOUT`, `CONNECT` (nothing reached the server), `SILENT` (nothing sent to a
+ * server known to take connections and not answer) or `NETWORK`.
+ */
 function noAnswer(timedOut: boolean, timeout: number, late: string, why: string, connect = false): OvFailure {
   return failure("unreachable", 0, {
     code: timedOut ? "TIMEOUT" : connect ? "CONNECT" : "NETWORK",
@@ -247,12 +250,13 @@ function noAnswer(timedOut: boolean, timeout: number, late: string, why: string,
 
 /**
  * A client of the server `config` names, as its identity, with `peerId` as the actor peer, and overrides;
- * `down`: every request fails at once with these words, sending nothing.
+ * `down`: the failure of a server known silent (its `/health` unanswered); every request fails at once with
+ * its words, sending nothing.
  */
 export function createClient(
   config: Omit<ClientOptions, "peerId">,
   peerId = "",
-  { down, ...overrides }: Pick<Partial<ClientOptions>, "timeoutMs" | "fetch"> & { down?: string } = {},
+  { down, ...overrides }: Pick<Partial<ClientOptions>, "timeoutMs" | "fetch"> & { down?: OvFailure } = {},
 ): OpenVikingClient {
   const { baseUrl, apiKey, account, user, userAgent, timeoutMs, fetch: f } = config;
   const options = { baseUrl, apiKey, account, user, peerId, userAgent, timeoutMs, fetch: f, ...overrides };
@@ -266,7 +270,10 @@ export function createClient(
     req: RequestOptions,
   ) {
     // Known silent (`down` says why): nothing is sent, as when the connection is refused.
-    if (down !== undefined) return failure("unreachable", 0, { code: "CONNECT", message: down });
+    if (down) {
+      const code = down.error.code === "TIMEOUT" ? "SILENT" : "CONNECT";
+      return failure("unreachable", 0, { code, message: down.error.message });
+    }
     const left = req.budget?.remaining() ?? Infinity;
     if (left < 50) return failure("unreachable", 0, { code: "BUDGET_SPENT", message: "time budget spent" });
     const url = new URL(base + path);

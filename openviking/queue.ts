@@ -83,8 +83,8 @@ export function elsewhereWords(
   const summary = [...byPlace].map(([w, n]) => `${countWords(n)} are for another server or identity (${w})`);
   return {
     summary: summary.join("; "),
-    fix: `they are sent only there: run ${commands} (with that server's key in OPENVIKING_API_KEY if it ` +
-      "needs one); they stay queued until then",
+    fix: `run ${commands} (with that server's key in OPENVIKING_API_KEY if it needs one); they are sent ` +
+      "only there and stay queued until then",
   };
 }
 
@@ -415,7 +415,9 @@ export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): P
 const sessionPath = (sid: string): string => `/api/v1/sessions/${encodeURIComponent(sid)}`;
 /** From when the session's answer counts about a write that failed this way but may be stored; undefined: it is not. */
 export function unsureFrom(f: OvFailure, timeoutMs: number, now = Date.now()): number | undefined {
-  const arrived = f.status ? f.status >= 500 : f.error.code !== "CONNECT" && f.error.code !== "BUDGET_SPENT";
+  const arrived = f.status
+    ? f.status >= 500
+    : !["CONNECT", "SILENT", "BUDGET_SPENT"].includes(f.error.code ?? "");
   if (!arrived) return undefined;
   return f.error.code === "TIMEOUT" || f.status === 504 ? now + timeoutMs : now;
 }

@@ -310,3 +310,30 @@ Deno.test("memories --search: the text goes to the server redacted like a recall
   assertTrue(queries.length > 0, "search asked the server");
   for (const q of queries) assertEquals(q, "deploy with [REDACTED] and PIN");
 });
+
+Deno.test("memories --search leaves the server's unfilled templates out as the list does, and names them", async () => {
+  await using w = await setUp();
+  const identity = "viking://user/default/memories/identity.md";
+  const soul = "viking://user/default/memories/soul.md";
+  w.fake.files.set(
+    identity,
+    "# identity.md - Who Am I?\n\n_Fill this in during your first conversation. Make it yours._\n\n" +
+      "- **Name:** \n- **Creature:** AI assistant\n- **Vibe:** \n- **Emoji:** \n- **Avatar:** \n\n---\n\n" +
+      "The start of figuring out who you are.",
+  );
+  w.fake.files.set(soul, "# soul.md - Who You Are\nFilled in: terse, exact.");
+  w.fake.findResults["viking://~/memories"] = [
+    { uri: identity, level: 2, score: 0.71, abstract: "" },
+    { uri: soul, level: 2, score: 0.69, abstract: "" },
+    { uri: USER_MEMORY, level: 2, score: 0.6, abstract: "" },
+  ];
+  const json = JSON.parse((await w.run("--search", "who am I", "--json")).stdout);
+  assertEquals(json.memories.map((m: { uri: string }) => m.uri), [soul, USER_MEMORY]);
+  assertEquals(json.templates, [identity]);
+  const text = await w.run("--search", "who am I");
+  assertMatch(text.stdout, /^2 memories found for "who am I"/);
+  assertStringIncludes(
+    text.stdout,
+    `templates of the server, not filled in (left out):\n      ${identity}\n`,
+  );
+});

@@ -193,4 +193,9 @@ Deno.test("a hung server with memory paused: a capture asks /health briefly, the
     `the session start waited ${Date.now() - start} ms: ${w.fake.requests.slice(before).map((r) => r.route)}`,
   );
   assertEquals(w.fake.requests.slice(before).map((r) => r.route), ["GET /health"], "asked nothing more");
+  // The session's last error names a server that takes connections and says nothing, not one to start.
+  const status = JSON.parse((await runIn(w.env, ["status", "--json"])).stdout);
+  const { lastError } = status.sessions.find((s: { kimiSessionId: string }) => s.kimiSessionId === w.session);
+  assertMatch(lastError.message, /takes connections but does not answer in time/);
+  assertMatch(lastError.fix, /^check the server's log/);
 });

@@ -150,6 +150,7 @@ Deno.test("recall with memory paused (the breaker open): says so and why at once
   assertEquals(out.path, "paused");
   assertMatch(out.stdout, /^openviking-kimi: memory paused — OpenViking at .* did not answer/);
   assertMatch(renderRecall(out), new RegExp(`memory is paused since 1 min ago: ${reason}`));
+  assertMatch(renderRecall(out), /\n\n0 memories \(peer /, "no recall stage answered: none named");
   assertEquals(w.fake.requests.filter((r) => !r.path.startsWith("/health")).length, 0, "nothing asked");
 });
 

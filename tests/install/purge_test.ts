@@ -365,7 +365,8 @@ Deno.test("uninstall --purge queues another server's uncommitted captures for th
   // What it prints, run as printed: install again, then the replay for the old server.
   const flat = said.replace(/\n\s+/g, " ");
   assertStringIncludes(flat, "the commit of kc-s1 (2 message(s)), kc-s2 (2 message(s))");
-  assertStringIncludes(flat, "install again, then they are sent only there: run");
+  assertStringIncludes(flat, "install again, then run `OPENVIKING_URL=");
+  assertStringIncludes(flat, "they are sent only there and stay queued until then");
   const printed = /`((?:[A-Z_]+=\S+ )+)(.+?) replay`/.exec(flat);
   assertTrue(printed, flat);
   assertEquals(printed[2], commandName(ctx.env), "this program, run as the user runs it");

@@ -73,7 +73,7 @@ Deno.test("replay sends writes queued for another server only there: here they s
   );
   assertMatch(
     plain.stderr,
-    new RegExp(`\n  fix: they are sent only there: run \`OPENVIKING_URL=${gone.url} .+ replay\``),
+    new RegExp(`\n  fix: run \`OPENVIKING_URL=${gone.url} .+ replay\``),
   );
   // A second server's writes too: status names a command for each place and promises no replay here.
   const other = startHungServer();
