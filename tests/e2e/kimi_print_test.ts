@@ -347,10 +347,9 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
             assertEquals(prompts.slice(-2).map((e) => e.kind === "prompt" && e.path), ["paused", "paused"]);
             assertTrue(prompts.at(-2)!.ms > HUNG_BUDGET_MS / 2, "the first prompt waited for the server");
             assertTrue(prompts.at(-2)!.failure, "the first asked the server and gave up on it");
-            assertTrue(
-              hung.durationMs - normal.durationMs > HUNG_BUDGET_MS / 2,
-              "the first turn waited for it",
-            );
+            // Kimi ran the turn only after the hook's wait (a time within one run; another turn's length varies
+            // by more than the budget under load).
+            assertTrue(hung.durationMs >= prompts.at(-2)!.ms, "the first turn waited for it");
             // The second waited for nothing, proved by what it did, not by a time that load stretches: it
             // took the open breaker's path, which asks no server (a probe goes detached), and failed nothing.
             const runs = (await rig.hookRuns()).filter((r) =>
