@@ -174,11 +174,17 @@ export async function waitForTurnEnd(
 /** Turns planned and sent per step, each step recorded before the next. */
 const TURNS_PER_STEP = 200;
 
-/** What a run under the session lock sends and records with. */
-type Locked = { ctx: HookContext; mode: CaptureMode; client: OpenVikingClient; save: SaveState };
+/** What a run under the session lock sends and records with, and its report. */
+type Locked = {
+  ctx: HookContext;
+  mode: CaptureMode;
+  client: OpenVikingClient;
+  save: SaveState;
+  report: CaptureReport;
+};
 
 /** One capture under the session lock: `captured`, the indexes of the turns it settled; `kept`, the kept prompts. */
-type Run = Locked & { journal: string; scan: Scan; planOptions: PlanOptions; report: CaptureReport } & {
+type Run = Locked & { journal: string; scan: Scan; planOptions: PlanOptions } & {
   captured: Set<number>;
   kept: FallbackPrompt[];
 };
@@ -405,14 +411,7 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
   const unsettled = steps.stopped ? [] : duePrompts(run.kept, state);
   const held = carried(unsettled, run.scan.turns.turns, keptOptions(run, state));
   const due = unsettled.filter((p) => !held.includes(p) && Date.now() - p.at >= SETTLE_MS);
-  state = await sendKeptAndCommit(
-    run,
-    state,
-    due,
-    report,
-    { queueOnly: steps.queueOnly, queue },
-    steps.stopped,
-  );
+  state = await sendKeptAndCommit(run, state, due, { queueOnly: steps.queueOnly, queue }, steps.stopped);
   const [at, event, { sent, queued, rejected, cause, commit, taskId }] = [Date.now(), ctx.event, report];
   const lastCapture = { at, event, sent, queued, rejected, cause, commit, taskId };
   return { ...state, lastCaptureAt: at, lastCaptureEvent: event, lastCapture };
@@ -450,27 +449,17 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
   const client = await clientUnlessSilent(ctx, mode.budget);
   const res = await updateState(ctx.capturePaths, async (loaded, save) => {
     const start = ownCursor(await settling(loaded, ctx), journal);
-    const s = await scanFrom(journal, start.cursor);
-    const newest = s.turns.turns.at(-1);
+    const scan = await scanFrom(journal, start.cursor);
+    const newest = scan.turns.turns.at(-1);
     const planOptions: PlanOptions = {
       maxLength: ctx.config.captureMaxLength,
       redact: ctx.config.redact,
       includeOpen: mode.force && !(newest && !newest.closed && newest.startOffset >= forceLimit),
       maxTurns: TURNS_PER_STEP,
     };
-    const report = emptyReport({ journal, s, waited });
-    const more = { captured: new Set<number>(), kept: await keptPrompts(ctx) };
-    const run: Run = {
-      ctx,
-      mode: lockedMode(mode),
-      client,
-      journal,
-      scan: s,
-      planOptions,
-      report,
-      save,
-      ...more,
-    };
+    const [report, kept] = [emptyReport({ journal, s: scan, waited }), await keptPrompts(ctx)];
+    const locked = { ctx, client, save, report, mode: lockedMode(mode) };
+    const run: Run = { ...locked, journal, scan, planOptions, kept, captured: new Set() };
     return { state: await captureLocked(run, start), value: report };
   }, { waitMs: mode.lockWaitMs, durable: true });
   if (!res.acquired) return { outcome: "lock-timeout", data: { journal } };
@@ -509,11 +498,10 @@ async function sendKeptAndCommit(
   locked: Locked,
   start: SessionState,
   due: FallbackPrompt[],
-  report: CaptureReport,
   queue: { queueOnly: boolean; queue?: SessionQueue },
   stopped = false,
 ): Promise<SessionState> {
-  const { ctx, client, mode, save } = locked;
+  const { ctx, client, mode, save, report } = locked;
   const settled = (acked: number): SessionState => {
     const keys = due.slice(0, acked).map((p) => fallbackKey(p.text, p.at));
     const lastAckedKey = keys.at(-1) ?? start.lastAckedKey;
@@ -554,8 +542,8 @@ async function captureFromPrompts(
     const due = duePrompts(kept, state).filter((p) => Date.now() - p.at >= minAgeMs);
     if (!due.length) return { value: report };
     const queueOnly = await hasUnsent(ctx.pendingDir, ctx.ovSessionId);
-    const locked = { ctx, client, mode: lockedMode(waiting), save };
-    const after = await sendKeptAndCommit(locked, state, due, report, { queueOnly });
+    const locked = { ctx, client, mode: lockedMode(waiting), save, report };
+    const after = await sendKeptAndCommit(locked, state, due, { queueOnly });
     return { state: after, value: { ...report, turns: report.fallback } };
   }, { waitMs: waiting.lockWaitMs, durable: true });
   if (!res.acquired) return { outcome: "lock-timeout", data: { reason } };
