@@ -301,8 +301,11 @@ const openQueue = async (run: Run) =>
   await SessionQueue.open(run.ctx.pendingDir, run.ctx.ovSessionId, await destinationFor(run.client.options))
     .catch(() => undefined);
 
-/** Replays the session's queue first (turns stay in order), then opens it for this run; `backlog`: some still wait. */
-async function replayBacklog(run: Run): Promise<{ backlog: boolean; queue?: SessionQueue }> {
+/** How a run's messages go: the session's queue opened, and only to it (`queueOnly`) while some of it waits. */
+type Sending = { queueOnly: boolean; queue?: SessionQueue };
+
+/** Replays the session's queue first (turns stay in order), then opens it for this run. */
+async function replayBacklog(run: Run): Promise<Sending> {
   const { ctx } = run;
   if (await hasUnsent(ctx.pendingDir, ctx.ovSessionId)) {
     const [budget, sessionId] = [run.mode.budget, ctx.ovSessionId];
@@ -310,7 +313,7 @@ async function replayBacklog(run: Run): Promise<{ backlog: boolean; queue?: Sess
     run.report.backlog = await replayQueue(ctx.pendingDir, run.client, bounds);
   }
   const queue = await openQueue(run);
-  return { backlog: queue ? queue.waiting : await hasUnsent(ctx.pendingDir, ctx.ovSessionId), queue };
+  return { queueOnly: queue ? queue.waiting : await hasUnsent(ctx.pendingDir, ctx.ovSessionId), queue };
 }
 
 /** Adds one send to the report; the first failure names the cause. */
@@ -328,13 +331,10 @@ function noteSent(report: CaptureReport, sent: SendReport): void {
   if (sent.stoppedBy) report.cause = { kind: "local", status: 0, message: sent.stoppedBy.message };
 }
 
+type Sent = SendReport & { recorded?: SessionState };
+
 /** Sends one step, recording the intent before and the progress after each request; `recorded`: the last saved. */
-async function sendStep(
-  run: Run,
-  base: SessionState,
-  plan: Plan,
-  queue: { queueOnly: boolean; queue?: SessionQueue },
-): Promise<SendReport & { recorded?: SessionState }> {
+async function sendStep(run: Run, base: SessionState, plan: Plan, sending: Sending): Promise<Sent> {
   let recorded: SessionState | undefined;
   const save = async (state: SessionState) => {
     await run.save(state);
@@ -343,7 +343,7 @@ async function sendStep(
   const sent = await sendMessages(run.client, run.ctx.ovSessionId, plan.toSend.map((x) => x.payload), {
     budget: run.mode.budget,
     pendingDir: run.ctx.pendingDir,
-    ...queue,
+    ...sending,
     beforeRequest: async (from, to, askFrom) =>
       await save({
         ...(from > 0 ? await stateAfter(run, base, plan, from) : base),
@@ -358,33 +358,31 @@ async function sendStep(
   return { ...sent, recorded };
 }
 
-/** Plans, sends and records steps while time is left; `stopped`: something unsettled. */
-async function sendSteps(
-  run: Run,
-  start: SessionState,
-  queueOnly: boolean,
-  queue: SessionQueue | undefined,
-): Promise<{ state: SessionState; stopped: boolean; queueOnly: boolean }> {
+type Stepped = { state: SessionState; stopped: boolean };
+
+/** Plans, sends and records steps while time is left (queue only once one queued); `stopped`: something unsettled. */
+async function sendSteps(run: Run, start: SessionState, sending: Sending): Promise<Stepped> {
   let state = start;
   for (;;) {
     const plan = planFrom(run, state);
-    if (!plan.turns.length) return { state, stopped: false, queueOnly };
+    if (!plan.turns.length) return { state, stopped: false };
     run.report.steps++;
     run.report.planned += plan.toSend.length;
     run.report.skipped += plan.skipped.length;
     run.report.remember ||= asksToRemember(plan.toSend.map((c) => c.payload));
-    const sent = await sendStep(run, state, plan, { queueOnly, queue });
+    const sent = await sendStep(run, state, plan, sending);
     noteSent(run.report, sent);
     for (const c of plan.toSend.slice(0, sent.acked)) run.captured.add(c.turnIndex);
     run.report.turns = run.captured.size;
     // A save failed: go on from what is on disk, so a smaller write that still fits (`ulimit -f`) never erases
     // the intent of a request that went out (its messages would be sent again).
-    if (sent.stoppedBy) return { state: sent.recorded ?? state, stopped: true, queueOnly };
-    if (sent.queued > 0) queueOnly = true;
+    if (sent.stoppedBy) return { state: sent.recorded ?? state, stopped: true };
+    if (sent.queued > 0) sending.queueOnly = true;
     state = await stateAfter(run, state, plan, sent.acked);
-    if (sent.acked < plan.toSend.length) return { state, stopped: true, queueOnly };
-    if (plan.turns.length < TURNS_PER_STEP) return { state, stopped: false, queueOnly };
-    if (run.mode.budget.remaining() < MIN_COMMIT_MS) return { state, stopped: false, queueOnly };
+    if (sent.acked < plan.toSend.length) return { state, stopped: true };
+    if (plan.turns.length < TURNS_PER_STEP || run.mode.budget.remaining() < MIN_COMMIT_MS) {
+      return { state, stopped: false };
+    }
     await run.save(state);
   }
 }
@@ -402,8 +400,8 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
     return start;
   }
   const settled = await settleInflight(run, recovered);
-  const { backlog, queue } = await replayBacklog(run);
-  const steps = await sendSteps(run, settled, backlog, queue);
+  const sending = await replayBacklog(run);
+  const steps = await sendSteps(run, settled, sending);
   let state = steps.state;
   const left = run.scan.turns.turns.filter((t) => t.index >= state.ackedBelow);
   report.left = left.filter((t) => t.closed || run.planOptions.includeOpen).length;
@@ -411,7 +409,7 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
   const unsettled = steps.stopped ? [] : duePrompts(run.kept, state);
   const held = carried(unsettled, run.scan.turns.turns, keptOptions(run, state));
   const due = unsettled.filter((p) => !held.includes(p) && Date.now() - p.at >= SETTLE_MS);
-  state = await sendKeptAndCommit(run, state, due, { queueOnly: steps.queueOnly, queue }, steps.stopped);
+  state = await sendKeptAndCommit(run, state, due, sending, steps.stopped);
   const [at, event, { sent, queued, rejected, cause, commit, taskId }] = [Date.now(), ctx.event, report];
   const lastCapture = { at, event, sent, queued, rejected, cause, commit, taskId };
   return { ...state, lastCaptureAt: at, lastCaptureEvent: event, lastCapture };
@@ -498,7 +496,7 @@ async function sendKeptAndCommit(
   locked: Locked,
   start: SessionState,
   due: FallbackPrompt[],
-  queue: { queueOnly: boolean; queue?: SessionQueue },
+  sending: Sending,
   stopped = false,
 ): Promise<SessionState> {
   const { ctx, client, mode, save, report } = locked;
@@ -513,7 +511,7 @@ async function sendKeptAndCommit(
     const prints = new Set(ctx.config.redact ? start.secretPrints : []); // kept before a capture learned them
     const messages = due.map((p) => ({ role: "user" as const, content: redact(p.text, undefined, prints) }));
     const sent = await sendMessages(client, ctx.ovSessionId, messages, {
-      ...{ budget: mode.budget, pendingDir: ctx.pendingDir, ...queue },
+      ...{ budget: mode.budget, pendingDir: ctx.pendingDir, ...sending },
       onAcked: async (acked) => await save(settled(acked)),
     });
     noteSent(report, sent);
@@ -521,7 +519,7 @@ async function sendKeptAndCommit(
     report.remember ||= asksToRemember(messages);
   }
   if (stopped) return state;
-  const done = await commitIfDue(locked, state, report, queue.queue);
+  const done = await commitIfDue(locked, state, report, sending.queue);
   report.commit = done.commit;
   if (done.taskId) report.taskId = done.taskId;
   return done.state;
