@@ -225,18 +225,13 @@ async function provenanceOf(
   const at = asRecord(parseJsonOrUndefined(diff)).extracted_at;
   if (typeof at === "string") out.extractedAt = at;
   if (session.startsWith(SESSION_PREFIX)) out.kimiSession = session.slice(SESSION_PREFIX.length);
-  const archiveRoute = `/api/v1/sessions/${encodeURIComponent(session)}/archives/${
-    encodeURIComponent(archiveId)
-  }`;
+  const route = `/api/v1/sessions/${encodeURIComponent(session)}/archives/${encodeURIComponent(archiveId)}`;
   const [tasks, held] = await Promise.all([
     client.request("GET", "/api/v1/tasks", Tasks, { query: { resource_id: session, limit: 200 } }),
-    client.request("GET", archiveRoute, Archive, { peerId: null, maxReplyBytes: 16 << 20 }),
+    client.request("GET", route, Archive, { peerId: null, maxReplyBytes: 16 << 20 }),
   ]);
-  if (held.ok) {
-    out.turns = [
-      ...new Set(held.result.messages.map((m) => asRecord(m).turn_id).filter((t) => typeof t === "string")),
-    ];
-  }
+  const turnIds = held.ok ? held.result.messages.map((m) => asRecord(m).turn_id) : [];
+  out.turns = [...new Set(turnIds.filter((t) => typeof t === "string"))];
   const task = tasks.ok &&
     tasks.result.filter(isRecord).find((t) => asRecord(t.result).archive_uri === archive);
   if (task && typeof task.task_id === "string") out.taskId = task.task_id;
