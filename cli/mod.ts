@@ -16,8 +16,9 @@ type Flag = {
   default?: string | boolean;
   value?: string;
   choices?: readonly string[];
-  /** Why the given value (with every flag's, `values`) is a wrong command line, if it is. */
-  check?: (value: string, values: Readonly<Record<string, unknown>>) => string | undefined;
+  /** Why the given value is a wrong command line, if it is; `excludes`: the flag it may not go with. */
+  check?: (value: string) => string | undefined;
+  excludes?: string;
   help: string;
 };
 type Flags = Readonly<Record<string, Flag>>;
@@ -62,8 +63,12 @@ function command<const F extends Flags = Record<never, Flag>>(spec: {
       values[n] === undefined || (f.choices?.includes(`${values[n]}`) ?? true);
     const [n, f] = Object.entries(own).find(([n, f]) => !chosen(n, f)) ?? [];
     if (f) return error(`--${n} must be ${f.choices!.join(" or ")}, not ${JSON.stringify(values[n!])}`);
-    const [wrong] = Object.entries(own).flatMap(([n, f]) =>
-      values[n] === undefined ? [] : f.check?.(`${values[n]}`, values) ?? []
+    const [wrong] = Object.entries(own).flatMap(([n, { excludes: x, check }]) =>
+      values[n] === undefined
+        ? []
+        : x && values[x]
+        ? `--${n} and --${x} exclude each other; give one of them`
+        : check?.(`${values[n]}`) ?? []
     );
     if (wrong) return error(wrong);
     const missing = names.find((n, i) => n.startsWith("<") && positionals[i] === undefined);
@@ -84,25 +89,16 @@ const dryRun = bool("print the changes as diffs and change nothing");
 const modes = ["config", "plugin"] as const;
 const choice = (help: string) => ({ type: "string", choices: modes, help }) as const;
 const mode = (value: string | undefined) => modes.find((m) => m === value);
-/** Why `given` is no server address to save ("" is: it removes the saved one). */
+/** Why `given` is no server address to save ("" removes the saved one). */
 function urlProblem(given: string): string | undefined {
   const url = URL.parse(given.trim().replace(/\/+$/, ""));
-  if (
-    given.trim() === "" || url && ["http:", "https:"].includes(url.protocol) && !url.username && !url.password
-  ) {
-    return undefined;
-  }
-  if (!url?.username && !url?.password) {
-    return `--url "${
-      given.replace(/\/\/[^/@]*@/, "//…@")
-    }" is not an http(s) URL, e.g. http://127.0.0.1:1933`;
-  }
-  return "--url carries a user name or password, which would be saved and shown as part of the address: " +
-    "give the address alone and the key with --api-key-stdin (or OPENVIKING_API_KEY)";
+  return given.trim() && !["http:", "https:"].includes(url?.protocol ?? "")
+    ? `--url "${given.replace(/\/\/[^/@]*@/, "//…@")}" is not an http(s) URL, e.g. http://127.0.0.1:1933`
+    : url?.username || url?.password
+    ? "--url carries a user name or password, which would be saved and shown as part of the address: " +
+      "give the address alone and the key with --api-key-stdin (or OPENVIKING_API_KEY)"
+    : undefined;
 }
-/** Why `--api-key` is wrong with the other flags `v`. */
-const oneKey = (_: string, v: Readonly<Record<string, unknown>>) =>
-  v["api-key-stdin"] ? "give the API key one way: --api-key-stdin or --api-key, not both" : undefined;
 /** `kimi-home` as `kimiHome`, the name a handler takes. */
 type Camel<S> = S extends `${infer H}-${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S;
 const camelCase = (k: string) => k.replace(/-(\w)/g, (_, c) => c.toUpperCase());
@@ -143,7 +139,7 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
           "KEY",
           'the key on the command line, kept in shell history: prefer --api-key-stdin ("" removes it)',
         ),
-        check: oneKey,
+        excludes: "api-key-stdin",
       },
       account: str("A", 'OpenViking account ("" removes it)'),
       user: str("U", 'OpenViking user ("" removes it)'),
@@ -178,11 +174,7 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
   status: command({
     summary: "What memory did: recalls, captures, commits and what OpenViking made of them, the queue.",
     flags: {
-      session: {
-        ...str("ID", "one Kimi session (session_…) instead of the latest"),
-        check: (_: string, v: Readonly<Record<string, unknown>>) =>
-          v.all ? "--session and --all exclude each other; give one of them" : undefined,
-      },
+      session: { ...str("ID", "one Kimi session (session_…) instead of the latest"), excludes: "all" },
       all: bool("every session the ledger knows"),
       cwd: workspace,
       json: bool('the same as JSON (its shape: README "status")'),

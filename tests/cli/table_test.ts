@@ -107,7 +107,11 @@ Deno.test("the parser's refusals name the flag (beyond the every-command cases a
     ["hook", [], "missing <event>"],
     ["install", ["--url", "ftp://h"], '--url "ftp://h" is not an http(s) URL, e.g. http://127.0.0.1:1933'],
     ["install", ["--url=http://u:p@h"], /^--url carries a user name or password/],
-    ["install", ["--api-key-stdin", "--api-key", "k"], /^give the API key one way/],
+    [
+      "install",
+      ["--api-key-stdin", "--api-key", "k"],
+      "--api-key and --api-key-stdin exclude each other; give one of them",
+    ],
   ];
   for (const [name, args, want] of cases) {
     const got = refused(name, args);
