@@ -427,11 +427,9 @@ async function knownSession(env: paths.Env, id: string): Promise<boolean> {
     !!queue && await queues.hasUnsent(queue, `${SESSION_PREFIX}${safe}`).catch(() => false);
 }
 
-/** `openviking-kimi status`: exit 0; 1 for a session nothing is known of; 2 for --session with --all, or a bad --cwd. */
+/** `openviking-kimi status`: exit 0; 1 for a session nothing is known of; 2 for a bad --cwd. */
 export async function statusCommand(o: SessionChoice & { cwd?: string; json: boolean }, env: paths.Env) {
   const fail = (code: number, message: string) => (console.error(`openviking-kimi status: ${message}`), code);
-  const both = "--session and --all exclude each other; give one of them.";
-  if (o.session !== undefined && o.all) return fail(2, both);
   if (o.session !== undefined && !(await knownSession(env, o.session))) {
     const all = `\`${commandName(env)} status --all\` lists the sessions the ledger knows.`;
     return fail(1, `no ledger or state exists for session ${JSON.stringify(o.session)}. ${all}`);

@@ -337,3 +337,17 @@ Deno.test("memories --search leaves the server's unfilled templates out as the l
     `templates of the server, not filled in (left out):\n      ${identity}\n`,
   );
 });
+
+Deno.test("memories import where its backup cannot be written: exit 1 (the world, not the command line), nothing imported", async () => {
+  await using w = await setUp();
+  // A directory so deep that the pack's path is readable but its backup's, beside it, is too long to write.
+  let deep = w.dir;
+  while (deep.length < 4060) deep = `${deep}/${"d".repeat(Math.min(200, 4059 - deep.length))}`;
+  await Deno.mkdir(deep, { recursive: true });
+  const file = `${deep}/p.ovpack`;
+  await Deno.writeFile(file, zipOf({ "memories/": "", "memories/a.md": "a memory" }));
+  const r = await w.run("import", file);
+  assertEquals(r.code, 1, r.stderr);
+  assertMatch(r.stderr, /cannot keep what import would replace in .*; nothing was imported/);
+  assertEquals(w.fake.requestsTo("POST /api/v1/pack/import").length, 0, "nothing is sent");
+});

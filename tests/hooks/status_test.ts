@@ -11,6 +11,7 @@ import { JournalBuilder } from "../support/journal.ts";
 import { enqueueMessages, range } from "../support/queue.ts";
 import { destinationFor, SessionQueue } from "../../openviking/queue.ts";
 import { collectStatus, renderStatus } from "../../cli/status.ts";
+import { usageError } from "../../cli/mod.ts";
 import { WIDTH } from "../../lib/columns.ts";
 import {
   appendLedger,
@@ -295,7 +296,9 @@ Deno.test("status --session with an id nothing is known of: says so and points t
   }
   assertEquals((await collectStatus(w.env, w.home, { session: w.session })).sessions.length, 1);
   const both = await w.cli("status", "--session", w.session, "--all");
-  const exclusive = "openviking-kimi status: --session and --all exclude each other; give one of them.\n";
+  const exclusive = `${
+    usageError("status", "--session and --all exclude each other; give one of them", w.env)
+  }\n`;
   assertEquals([both.code, both.stderr], [2, exclusive]);
   // A session with state but nothing in the ledger (a start with an empty queue) is known: shown, no age.
   const other = "session_5747a705-0000-4000-8000-0000000000ff";
