@@ -170,12 +170,24 @@ export function commitCost(s: SessionStatus): string | undefined {
       : "model tokens unknown (the server was not asked)");
 }
 
+/** How a session's last prompt's recall went, in words (`path`: its ledger's, folded). */
+function lastRecall(path: string): string {
+  const said: Record<string, string> = {
+    failed: "last recall failed",
+    paused: "last recall paused",
+    none: "last asked nothing",
+    reused: "last reused its recall",
+    skipped: "last too short to ask",
+  };
+  return said[path] ?? `last via ${path}`;
+}
+
 function sessionLines(s: SessionStatus, now: number, url: string): string[] {
   const { prompts: p, captures: c, queue: q, rejected: r, lastError: e, uncommitted: u } = s;
   const lines = [
     `  ${s.kimiSessionId} — ${s.lastActivity ? ago(s.lastActivity, now) : "no hook run in the ledger"}`,
     `    prompts ${p.seen}: ${plural(p.injected, "memory", "memories")} injected, ` +
-    `${p.suppressed} left out as repeats${p.lastPath ? ` (last via ${p.lastPath})` : ""}`,
+    `${p.suppressed} left out as repeats${p.lastPath ? ` (${lastRecall(p.lastPath)})` : ""}`,
     `    captured ${c.turns} turn(s): ${c.sent} message(s) delivered, ${c.queued} queued` +
     (c.rejected ? `, ${c.rejected} refused` : ""),
     ...[commitCost(s) ?? []].flat(),

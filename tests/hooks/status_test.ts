@@ -84,7 +84,7 @@ Deno.test("status: every field after a scripted session, with the server down an
   const d = down.sessions.find((s) => s.kimiSessionId === session)!;
   // The first prompt shows the fake's one memory; the second finds it again and leaves it out; the third
   // (server down) gets nothing.
-  assertEquals(d.prompts, { seen: 3, injected: 1, suppressed: 1, lastPath: "none" });
+  assertEquals(d.prompts, { seen: 3, injected: 1, suppressed: 1, lastPath: "failed" });
   assertEquals([d.captures.runs, d.captures.turns, d.captures.sent, d.captures.queued], [3, 3, 4, 2]);
   const outcomes = [["committed", undefined], ["committed", undefined], ["queued", undefined]];
   assertEquals(d.commits.map((c) => [c.outcome, c.task?.status]), outcomes);
