@@ -390,7 +390,8 @@ export async function collectStatus(env: paths.Env, cwd: string, choice: Session
   const notAsked: string[] = [];
   const canAsk = conn.reachable && conn.authenticated !== false;
   const diffs = { left: 6 }; // memory diffs read per run
-  for (const s of sessions.filter((s) => s.commits.length)) {
+  // A commit made on another server or identity is not asked here: a session with no other has nothing to ask.
+  for (const s of sessions.filter((s) => s.commits.some((c) => !c.origin))) {
     notAsked.push(...canAsk ? await askTasks(client, s, diffs) : [`the commit tasks of ${s.kimiSessionId}`]);
   }
   const alarm = canAsk ? await askAlarm(client) : null;

@@ -374,6 +374,13 @@ Deno.test("status against another server than the one that made a commit: says s
   const [c] = (await w.ours(env)).commits;
   assertEquals([c.outcome, c.origin?.url, c.task], ["committed", w.fake.url, undefined]);
   assertEquals(other.requests.filter((r) => r.path.startsWith("/api/v1/tasks/")).length, 0, "not asked");
+  const listed = other.requests.filter((r) => r.path === "/api/v1/tasks" && r.query.resource_id);
+  assertEquals(listed.length, 0, "nor its task list: it holds none of the session's commits");
+  // That other server down: what it could not be asked never names the commits it would not be asked anyway.
+  const gone = await FakeOpenViking.start();
+  await gone.close();
+  const down = await collectStatus({ ...w.env, OPENVIKING_URL: gone.url }, w.home);
+  assertEquals(down.notAsked.filter((x) => x.includes(w.session)), [], down.notAsked.join("; "));
   const text = await w.text(env);
   assertMatch(flat(text), new RegExp(`made on ${w.fake.url}, not on this server: not asked`));
   assertTrue(!text.includes("expired"), text);
