@@ -83,6 +83,10 @@ Deno.test("memories: the project's and the user's, by kind, newest first, text a
   assertEquals((await uris()).sort(), all.sort());
   w.fake.findResults["viking://~/memories"] = [{ uri: USER_MEMORY, level: 2, score: 0.7, abstract: "" }];
   assertEquals(await uris("--search", "tabs"), [[USER_MEMORY, 0.7]]);
+  // A hit with no abstract yet: its name as the text, as the listing shows it; its URI once, below.
+  const found = (await w.run("--search", "tabs")).stdout;
+  assertEquals(found.split(USER_MEMORY).length - 1, 1, found);
+  assertMatch(found, /\n {2}0\.70 {2}tabs\n {6}viking:/);
   const unknown = await w.run("list");
   assertEquals(unknown.code, 2);
   assertStringIncludes(unknown.stderr, 'unknown action "list" (show, forget, export or import)');

@@ -85,7 +85,7 @@ Deno.test("status: every field after a scripted session, with the server down an
   const d = down.sessions.find((s) => s.kimiSessionId === session)!;
   // The first prompt shows the fake's one memory; the second finds it again and leaves it out; the third
   // (server down) gets nothing.
-  assertEquals(d.prompts, { seen: 3, injected: 1, suppressed: 1, lastPath: "none" });
+  assertEquals(d.prompts, { seen: 3, injected: 1, suppressed: 1, lastPath: "failed" });
   assertEquals([d.captures.runs, d.captures.turns, d.captures.sent, d.captures.queued], [3, 3, 4, 2]);
   const outcomes = [["committed", undefined], ["committed", undefined], ["queued", undefined]];
   assertEquals(d.commits.map((c) => [c.outcome, c.task?.status]), outcomes);
@@ -377,6 +377,13 @@ Deno.test("status against another server than the one that made a commit: says s
   const [c] = (await w.ours(env)).commits;
   assertEquals([c.outcome, c.origin?.url, c.task], ["committed", w.fake.url, undefined]);
   assertEquals(other.requests.filter((r) => r.path.startsWith("/api/v1/tasks/")).length, 0, "not asked");
+  const listed = other.requests.filter((r) => r.path === "/api/v1/tasks" && r.query.resource_id);
+  assertEquals(listed.length, 0, "nor its task list: it holds none of the session's commits");
+  // That other server down: what it could not be asked never names the commits it would not be asked anyway.
+  const gone = await FakeOpenViking.start();
+  await gone.close();
+  const down = await collectStatus({ ...w.env, OPENVIKING_URL: gone.url }, w.home);
+  assertEquals(down.notAsked.filter((x) => x.includes(w.session)), [], down.notAsked.join("; "));
   const text = await w.text(env);
   assertMatch(flat(text), new RegExp(`made on ${w.fake.url}, not on this server: not asked`));
   assertTrue(!text.includes("expired"), text);
