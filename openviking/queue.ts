@@ -58,6 +58,11 @@ const countOf = (files: readonly { tag: string }[]) => ({
   messages: files.reduce((n, f) => n + (f.tag === "c" ? 0 : Number(f.tag.slice(1))), 0),
   commits: files.filter((f) => f.tag === "c").length,
 });
+type Counts = ReturnType<typeof countOf>;
+const added = (a: Counts = countOf([]), b: Counts): Counts => ({
+  messages: a.messages + b.messages,
+  commits: a.commits + b.commits,
+});
 /** A destination as the environment that names it: `OPENVIKING_URL=… OPENVIKING_API_KEY=<acme/coder's key>`. */
 export function placeWords(d: Destination): string {
   const key = d.key && `<${d.owner ? `${d.owner}'s key` : "the key they were queued under"}>`;
@@ -73,11 +78,7 @@ export function elsewhereWords(
   command = commandName(),
 ) {
   const byPlace = new Map<string, ReturnType<typeof countOf>>();
-  for (const d of held) {
-    const where = placeWords(d);
-    const n = byPlace.get(where) ?? { messages: 0, commits: 0 };
-    byPlace.set(where, { messages: n.messages + d.messages, commits: n.commits + d.commits });
-  }
+  for (const d of held) byPlace.set(placeWords(d), added(byPlace.get(placeWords(d)), d));
   if (!byPlace.size) return undefined;
   const commands = [...byPlace.keys()].map((where) => `\`${where} ${command} replay\``).join(", ");
   const summary = [...byPlace].map(([w, n]) => `${countWords(n)} are for another server or identity (${w})`);
@@ -98,8 +99,7 @@ export function elsewhereOf(sessions: QueueSummary["sessions"], here: Destinatio
   const words = elsewhereWords(runs.flat().flatMap((r) => away(r) ? [{ ...r, ...r.to! }] : []), command);
   const behind = runs.flatMap((rs) => rs.slice(rs.findIndex(away) + 1 || rs.length).filter((r) => !away(r)));
   if (!words || !behind.length) return words;
-  const n = countOf([]);
-  for (const r of behind) [n.messages, n.commits] = [n.messages + r.messages, n.commits + r.commits];
+  const n = behind.reduce(added, countOf([]));
   return { ...words, summary: `${words.summary}; ${countWords(n)} for this server wait behind them` };
 }
 /** `unsure`: it may have reached the server; the session is asked before a resend from then (true: at once). */
@@ -377,18 +377,6 @@ export interface QueueSummary {
   last?: z.infer<typeof RejectionSchema>;
 }
 
-/** The entries `files` of the queue directory `dir` by destination, one run per change, in order. */
-async function runsOf(dir: string, files: readonly QueueFile[]): Promise<QueueRun[]> {
-  const runs: (QueueRun & { files: QueueFile[] })[] = [];
-  for (const f of files) {
-    const to = (await readEntry(joinPath(dir, f.name)))?.to;
-    const last = runs.at(-1);
-    if (last && JSON.stringify(last.to) === JSON.stringify(to)) last.files.push(f);
-    else runs.push({ ...to && { to }, messages: 0, commits: 0, files: [f] });
-  }
-  return runs.map(({ files, ...r }) => ({ ...r, ...countOf(files) }));
-}
-
 /** Every session's queued entries in `subdir` (reads every entry of the queue; in the rejected place each session's first and newest). */
 export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): Promise<QueueSummary> {
   const out: QueueSummary = { sessions: [], entries: 0 };
@@ -400,8 +388,15 @@ export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): P
       ...countOf(files),
       oldest: first?.createdAt ?? Date.now(),
       ...(first?.to && { to: first.to }),
-      ...(subdir === QUEUE_SUBDIR && { runs: await runsOf(dir, files) }),
     });
+    for (const f of subdir === QUEUE_SUBDIR ? files : []) { // one run per change of destination, in order
+      const to = f === files[0] ? first?.to : (await readEntry(joinPath(dir, f.name)))?.to;
+      const runs = out.sessions.at(-1)!.runs ??= [];
+      const last = runs.at(-1);
+      if (last && JSON.stringify(last.to) === JSON.stringify(to)) {
+        Object.assign(last, added(last, countOf([f])));
+      } else runs.push({ ...to && { to }, ...countOf([f]) });
+    }
     out.entries += files.length;
     if (subdir !== REJECTED_SUBDIR) continue;
     const raw = await readQueueJson(joinPath(dir, files.at(-1)!.name));
