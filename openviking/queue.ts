@@ -418,14 +418,11 @@ export function unsureFrom(f: OvFailure, timeoutMs: number, now = Date.now()): n
 }
 
 /** What delivering a write did: `settled` prefix (sent or refused; a commit: 1), `sent`, `rejections`, `stop`. */
-interface Delivery {
-  settled: number;
-  sent: number;
-  rejections: (Refusal & { index: number })[];
+type Delivery = { settled: number; sent: number; rejections: (Refusal & { index: number })[] } & {
   pendingTokens?: number;
   taskId?: string;
   stop?: OvFailure;
-}
+};
 
 /**
  * Delivers `w` in order (batches; one by one after a refused or too large batch, or without a batch route) until a
@@ -485,7 +482,9 @@ export interface SendReport extends Omit<Delivery, "settled" | "stop" | "taskId"
   stoppedBy?: { code: string; message: string };
 }
 
-const queueOf = async (o: { queue?: SessionQueue; pendingDir: string }, sid: string, c: OpenVikingClient) =>
+/** Where a session write goes: within `budget`, queued in `pendingDir` (through `queue` if open; `queueOnly`: at once). */
+type WriteOptions = { budget: Budget; pendingDir: string; queueOnly?: boolean; queue?: SessionQueue };
+const queueOf = async (o: WriteOptions, sid: string, c: OpenVikingClient) =>
   o.queue ?? await SessionQueue.open(o.pendingDir, sid, await destinationFor(c.options));
 /**
  * Sends messages to session `sid` in order, queueing what cannot go behind the settled prefix; `beforeRequest`
@@ -495,11 +494,7 @@ export async function sendMessages(
   client: OpenVikingClient,
   sid: string,
   payloads: readonly MessagePayload[],
-  options: {
-    budget: Budget;
-    pendingDir: string;
-    queueOnly?: boolean;
-    queue?: SessionQueue;
+  options: WriteOptions & {
     beforeRequest?: (from: number, to: number, askFrom?: number) => Promise<void>;
     onAcked?: (acked: number) => Promise<void>;
   },
@@ -540,7 +535,7 @@ export async function sendMessages(
 export async function commitSession(
   client: OpenVikingClient,
   sid: string,
-  options: { budget: Budget; pendingDir: string; key: string; queueOnly?: boolean; queue?: SessionQueue },
+  options: WriteOptions & { key: string },
 ): Promise<
   | { kind: "committed"; taskId?: string }
   | { kind: "queued"; cause?: OvFailure }
@@ -624,6 +619,7 @@ export interface ReplayReport
   elsewhere: (Destination & { messages: number; commits: number })[];
 }
 
+/** One replay run: its client, place and limits, what it did, its clock, entries sent, whether it stops. */
 type ReplayRun = {
   client: OpenVikingClient;
   pendingDir: string;
