@@ -187,21 +187,22 @@ const pathKnob: Parser<string> = (raw) =>
   typeof raw !== "string" ? refuse("expected string") : raw || refuse("needs at least 1 character");
 /** What a workspace file may do with a knob, against the user's value; `may` words it ("" = nothing). */
 type WorkspaceRule = { may: string; allows: (asked: unknown, user: unknown) => boolean };
-const NEVER: WorkspaceRule = { may: "", allows: () => false };
-const LOWER: WorkspaceRule = { may: "lower it", allows: (asked, user) => Number(asked) <= Number(user) };
-const RAISE: WorkspaceRule = { may: "raise it", allows: (asked, user) => Number(asked) >= Number(user) };
-const ADD: WorkspaceRule = {
-  may: "add to it",
-  allows: (a, u) => (u as string[]).every((x) => (a as string[]).includes(x)),
-};
-const OFF: WorkspaceRule = { may: "turn it off", allows: (asked, user) => asked === false || asked === user };
-const ON: WorkspaceRule = { may: "turn it on", allows: (asked, user) => asked === true || asked === user };
+const rule = (may: string, allows: WorkspaceRule["allows"]): WorkspaceRule => ({ may, allows });
+const NEVER = rule("", () => false);
+const LOWER = rule("lower it", (asked, user) => Number(asked) <= Number(user));
+const RAISE = rule("raise it", (asked, user) => Number(asked) >= Number(user));
+const ADD = rule(
+  "add to it",
+  (asked, user) => (user as string[]).every((x) => (asked as unknown[]).includes(x)),
+);
+const OFF = rule("turn it off", (asked, user) => asked === false || asked === user);
+const ON = rule("turn it on", (asked, user) => asked === true || asked === user);
 /** Recall scopes, widest first: a workspace may only narrow. */
 const SCOPES = ["all", "actor", "strict"] as const;
-const NARROWER: WorkspaceRule = {
-  may: `set it to ${SCOPES.slice(1).map((v) => `"${v}"`).join(" or ")}`,
-  allows: (asked, user) => SCOPES.indexOf(asked as "all") >= SCOPES.indexOf(user as "all"),
-};
+const NARROWER = rule(
+  `set it to ${SCOPES.slice(1).map((v) => `"${v}"`).join(" or ")}`,
+  (asked, user) => SCOPES.indexOf(asked as "all") >= SCOPES.indexOf(user as "all"),
+);
 
 function knob<T>(env: string, parse: Parser<T>, fallback: NoInfer<T>, workspace: WorkspaceRule) {
   return { env, parse, default: fallback, workspace };

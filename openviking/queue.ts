@@ -289,9 +289,9 @@ export class SessionQueue {
       const keys = await Promise.all(payloads.map((p) => messageKey(this.sessionId, p)));
       const fresh = payloads.map((payload, index) => ({ key: keys[index], payload, index }))
         .filter((m) => !this.keys.has(m.key));
-      const batches: (typeof fresh)[] = [];
-      for (let i = 0; i < fresh.length; i += batches.at(-1)!.length) {
-        batches.push(fresh.slice(i, nextBatchEnd(fresh.map((m) => m.payload), i)));
+      const [batches, freshPayloads] = [[] as (typeof fresh)[], fresh.map((m) => m.payload)];
+      for (let i = 0; i < fresh.length; i = nextBatchEnd(freshPayloads, i)) {
+        batches.push(fresh.slice(i, nextBatchEnd(freshPayloads, i)));
       }
       const writes = batches.map((b, i): Write => ({
         sessionId: this.sessionId,
