@@ -73,11 +73,8 @@ export function placeWords(d: Destination): string {
  * Writes held for other destinations (per session), in words: what waits where and how to deliver it there
  * (`command` runs openviking-kimi).
  */
-export function elsewhereWords(
-  held: readonly (Destination & ReturnType<typeof countOf>)[],
-  command = commandName(),
-) {
-  const byPlace = new Map<string, ReturnType<typeof countOf>>();
+export function elsewhereWords(held: readonly (Destination & Counts)[], command = commandName()) {
+  const byPlace = new Map<string, Counts>();
   for (const d of held) byPlace.set(placeWords(d), added(byPlace.get(placeWords(d)), d));
   if (!byPlace.size) return undefined;
   const commands = [...byPlace.keys()].map((where) => `\`${where} ${command} replay\``).join(", ");
@@ -365,7 +362,7 @@ export async function hasUnsent(pendingDir: string, sessionId: string): Promise<
 }
 
 /** Entries of a session that go to one destination (`to`: none kept), one after another. */
-export type QueueRun = { to?: Destination } & Record<"messages" | "commits", number>;
+export type QueueRun = { to?: Destination } & Counts;
 
 /** What waits in our queue (or the rejected place, with its newest refusal); `to`: where a session's oldest entry goes; `runs`: its entries by destination, in order (the queue only). */
 export interface QueueSummary {
@@ -616,7 +613,7 @@ export interface ReplayReport
   cause?: OvFailure;
   waitUntil?: number;
   delivered: { sessionId: string; messages: number }[];
-  elsewhere: (Destination & { messages: number; commits: number })[];
+  elsewhere: (Destination & Counts)[];
 }
 
 /** One replay run: its client, place and limits, what it did, its clock, entries sent, whether it stops. */
