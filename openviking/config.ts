@@ -10,7 +10,6 @@ import { commandName } from "../lib/self.ts";
 
 /** Default server address, as every OpenViking client's. */
 export const DEFAULT_BASE_URL = "http://127.0.0.1:1933";
-type CredentialMode = "env" | "cli" | "auto";
 /** Connection and identity; `apiKeyOrigin`: the origin a file's key was saved for ("" = any). */
 type Credentials = ReturnType<typeof resolveCredentials>;
 /** Raw inputs to resolution: parsed files, workspace files nearest first. */
@@ -24,21 +23,10 @@ export interface ConfigSources {
 }
 
 const str = (v: unknown): string => (typeof v === "string" ? v.trim() : "");
-const CREDENTIAL_MODES = new Map<string, CredentialMode>([
-  ["env", "env"],
-  ["ovcli", "cli"],
-  ["auto", "auto"],
-  ["", "auto"],
-]);
-
-/** Credential mode from `OPENVIKING_CREDENTIAL_SOURCE`: `env`, `ovcli`, `auto`; else `auto`, warned. */
-export function credentialMode(env: Env, warnings: string[] = []): CredentialMode {
-  const raw = env.OPENVIKING_CREDENTIAL_SOURCE ?? "";
-  const mode = CREDENTIAL_MODES.get(raw.trim().toLowerCase());
-  const why = `invalid value ${shown(raw)} (must be "env", "ovcli" or "auto"); using "auto"`;
-  if (!mode) warnings.push(`OPENVIKING_CREDENTIAL_SOURCE: ${why}`);
-  return mode ?? "auto";
-}
+/** `OPENVIKING_CREDENTIAL_SOURCE`'s words and the modes they name. */
+const CREDENTIAL_MODES = new Map(
+  Object.entries({ env: "env", ovcli: "cli", auto: "auto", "": "auto" } as const),
+);
 
 /** Variables of earlier versions, no longer read (README's Configuration says what replaced each). */
 const REMOVED = ("CREDENTIALS_SOURCE BEARER_TOKEN PEER_SOURCE RECALL_FORMAT RECALL_TOKEN_BUDGET " +
@@ -87,13 +75,16 @@ function layer(source: string, keySource: string, origin: string, record: JsonRe
 type Layer = ReturnType<typeof layer>;
 /**
  * Resolves connection and identity as OpenViking's shared plugin runtime does: the URL from env, ovcli.conf,
- * ov.conf (`env` mode skips ovcli.conf, `ovcli` mode env); key and identity from all three, or from ovcli.conf
+ * ov.conf (`OPENVIKING_CREDENTIAL_SOURCE`: `env` mode skips ovcli.conf, `ovcli` mode env; else `auto`, warned); key and identity from all three, or from ovcli.conf
  * alone in `ovcli` mode (or `auto` with nothing in env and something in ovcli.conf). A file's key is never
  * sent to another origin than the file's.
  */
 function resolveCredentials(sources: ConfigSources, warnings: string[]) {
   const { env } = sources;
-  const mode = credentialMode(env, warnings);
+  const raw = env.OPENVIKING_CREDENTIAL_SOURCE ?? "";
+  const mode = CREDENTIAL_MODES.get(raw.trim().toLowerCase()); // none: "auto"
+  const why = `invalid value ${shown(raw)} (must be "env", "ovcli" or "auto"); using "auto"`;
+  if (!mode) warnings.push(`OPENVIKING_CREDENTIAL_SOURCE: ${why}`);
   const [cli, ov] = [asRecord(sources.ovcli), asRecord(sources.ovconf)];
   const [server, client] = [asRecord(ov.server), asRecord(ov.kimicode)];
   const host = str(server.host) === "0.0.0.0" || !str(server.host) ? "127.0.0.1" : str(server.host);
@@ -109,7 +100,7 @@ function resolveCredentials(sources: ConfigSources, warnings: string[]) {
   const fromOv = layer("ov.conf", "ov.conf", fileOrigin(ovUrl), { ...client, url: ovUrl }, ovKeys);
   const given = (l: Layer) => [l.url, l.key, l.account, l.user, l.peerId].some(Boolean);
   const envSet = given(fromEnv) || str(env.OPENVIKING_MCP_URL) !== "";
-  const useCli = mode === "cli" || (mode === "auto" && !envSet && given(fromCli));
+  const useCli = mode === "cli" || (mode !== "env" && !envSet && given(fromCli));
   const urlLayer = [mode === "cli" ? undefined : fromEnv, mode === "env" ? undefined : fromCli, fromOv]
     .find((l) => l?.url);
   const normalized = urlLayer &&

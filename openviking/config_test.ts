@@ -4,7 +4,6 @@ import { commandName } from "../lib/self.ts";
 import { assertEquals, assertMatch, assertStringIncludes } from "../tests/support/assert.ts";
 import {
   type ConfigSources,
-  credentialMode,
   keyFor,
   KNOBS,
   loadConfig,
@@ -102,10 +101,20 @@ Deno.test("credentials: a bad URL is reported and the default used; a URL's user
 });
 
 Deno.test("credential modes: env, ovcli, anything else auto (a warning); removed variables: one warning", () => {
-  const modes = ["ENV", " ovcli", "cli", "environment", ""].map((v) =>
-    credentialMode({ OPENVIKING_CREDENTIAL_SOURCE: v })
-  );
-  assertEquals(modes, ["env", "cli", "auto", "auto", "auto"]);
+  const sourceIn = (mode: string, env: Record<string, string>) =>
+    resolveConfig(
+      sources({ env: { ...env, OPENVIKING_CREDENTIAL_SOURCE: mode }, ovcli: { url: "http://cli:1" } }),
+    )
+      .config.credentialSource;
+  const modes = ["ENV", " ovcli", "cli", "environment", ""];
+  assertEquals(modes.map((m) => sourceIn(m, { OPENVIKING_URL: "http://env:1" })), [
+    "env",
+    "ovcli.conf",
+    "env",
+    "env",
+    "env",
+  ]);
+  assertEquals(modes.map((m) => sourceIn(m, {})), ["default", ...Array(4).fill("ovcli.conf")]);
   const env = {
     OPENVIKING_CREDENTIAL_SOURCE: "cli",
     OPENVIKING_CREDENTIALS_SOURCE: "env",
