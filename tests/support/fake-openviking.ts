@@ -510,20 +510,18 @@ export class FakeOpenViking {
     const raw = concatBytes(chunks);
     const text = new TextDecoder().decode(raw);
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
-    const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(req.headers)) {
-      headers[k.toLowerCase()] = Array.isArray(v) ? v.join(", ") : String(v ?? "");
+    const headers: Record<string, string> = Object.fromEntries(
+      Object.entries(req.headers).map((
+        [k, v],
+      ) => [k.toLowerCase(), Array.isArray(v) ? v.join(", ") : String(v ?? "")]),
+    );
+    const multipart = (req.headers["content-type"] ?? "").startsWith("multipart/");
+    let [body, badJson]: [unknown, boolean] = [!text ? undefined : multipart ? raw : text, false];
+    try {
+      if (text && !multipart) body = JSON.parse(text);
+    } catch {
+      badJson = true;
     }
-    let body: unknown = undefined;
-    let badJson = false;
-    if (text && !(req.headers["content-type"] ?? "").startsWith("multipart/")) {
-      try {
-        body = JSON.parse(text);
-      } catch {
-        badJson = true;
-        body = text;
-      }
-    } else if (text) body = raw;
     const method = req.method ?? "GET";
     const route = `${method} ${routeOf(url.pathname)}`;
     const record: RecordedRequest = {
