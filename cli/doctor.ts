@@ -388,16 +388,17 @@ function rejectedCheck(env: paths.Env, places: Places): Check {
 /** Journal protocol versions this release was tested with. */
 const KNOWN_PROTOCOLS = ["1.4", "1.5"];
 
-/** The journal protocols the captures saw, against the ones this release knows. */
+/** The journal protocols the captures saw that this release does not know (the known ones: nothing to say). */
 function protocolCheck(states: SessionState[]): Check[] {
-  const seen = [...new Set(states.map((s) => s.protocolVersion).filter((p): p is string => !!p))];
-  const unknown = seen.filter((p) => !KNOWN_PROTOCOLS.includes(p));
-  const c = checkOf("protocol");
-  if (!unknown.length) return seen.length ? [c.ok(`journal protocol ${seen.join(", ")}`)] : [];
+  const unknown = [...new Set(states.map((s) => s.protocolVersion))]
+    .filter((p): p is string => !!p && !KNOWN_PROTOCOLS.includes(p));
+  if (!unknown.length) return [];
   const summary = `journal protocol ${unknown.join(", ")} seen; this release knows ${
     KNOWN_PROTOCOLS.join(", ")
   }`;
-  return [c.warn(summary, "update openviking-kimi; until then capture may miss parts of turns")];
+  return [
+    checkOf("protocol").warn(summary, "update openviking-kimi; until then capture may miss parts of turns"),
+  ];
 }
 
 /** The capture states in the hook state directory (prompt states skipped). */
@@ -433,13 +434,6 @@ async function captureChecks(
         : "no capture recorded yet (finish a turn in Kimi Code, then run doctor again)",
     ));
   }
-  const detail = captured.slice(0, 5).map(({ name, state: s }) =>
-    `${name}: ${iso(at(s))}${s.lastCaptureEvent ? ` on ${s.lastCaptureEvent}` : ""}` +
-    (s.lastCapture
-      ? `: sent ${s.lastCapture.sent}, queued ${s.lastCapture.queued}, refused ${s.lastCapture.rejected}`
-      : "") +
-    (s.protocolVersion ? `, journal protocol ${s.protocolVersion}` : "")
-  );
   const [{ name, state: newest }] = captured;
   const [last, cause] = [newest.lastCapture, newest.lastCapture?.cause];
   // Read again after the states: a capture that ended since `places` were read queued before its state said so.
@@ -452,14 +446,14 @@ async function captureChecks(
   if (!last || !cause || fate === "delivered" || (!last.queued && !last.rejected && cause.kind !== "local")) {
     const gone = fate === "delivered" ? `; the ${last?.queued} message(s) it queued have left the queue` : "";
     return said(
-      c.ok(`last capture ${iso(at(newest))} (${captured.length} session(s))${gone}`, undefined, detail),
+      c.ok(`last capture ${iso(at(newest))} (${captured.length} session(s))${gone}`),
     );
   }
   const advice = adviceFor(cause, held?.to?.url ?? config.baseUrl, env);
   const then = `the last capture could not deliver then (${advice.summary})`;
   if (fate === "elsewhere") {
     const why = `${then}; its writes wait for another server or identity, as the queue check says`;
-    return said(c.warn(why, undefined, detail));
+    return said(c.warn(why));
   }
   if (fate === "waiting") {
     const fix = "nothing to do: the session's next turn or the next Kimi session start sends them; to send " +
@@ -468,7 +462,6 @@ async function captureChecks(
       c.warn(
         `${then}; the server answers now, and its ${last.queued} message(s) wait in the queue`,
         fix,
-        detail,
       ),
     );
   }
@@ -476,7 +469,7 @@ async function captureChecks(
     ? `the last capture had ${last.rejected} message(s) refused by OpenViking: ${cause.message}`
     : `the last capture could not deliver: ${advice.summary}` +
       (last.queued ? ` (${last.queued} message(s) wait in the queue)` : "");
-  return said(c.warn(summary, advice.fix, detail));
+  return said(c.warn(summary, advice.fix));
 }
 
 /** Recall paused (the breaker): since when and why, and when the server is asked again; nothing when not. */

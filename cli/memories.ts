@@ -15,7 +15,7 @@ import * as inspect from "../memory/inspect.ts";
 /** The root export and import move. */
 const MEMORIES = "viking://~/memories";
 
-/** Exit codes beyond 0 (done), 1 (the server failed) and 2 (a usage error). */
+/** Exit codes beyond 0 (done), 1 (the server or a file failed) and 2 (the command line is wrong). */
 const [EXIT_NO_MEMORY, EXIT_NO_ROUTE] = [3, 4];
 
 /** The listing's lines: one group per kind (most recent first), each memory's age and text, then its URI. */
@@ -122,7 +122,7 @@ async function readPack(path: string): Promise<Uint8Array | string> {
     : `${path} is not a pack of your memories (every entry under memories/)`;
 }
 
-/** `openviking-kimi memories`: exit 0; 1 the server failed; 2 a usage error; 3 no such memory; 4 no such route. */
+/** `openviking-kimi memories`: exit 0; 1 the server or a file failed; 2 a wrong command line; 3, 4 as above. */
 export async function memoriesCommand(
   o: { action?: string; arg?: string; search?: string; cwd?: string; json: boolean },
   env = processEnv(),
@@ -210,7 +210,12 @@ export async function memoriesCommand(
     const backup = had ? joinPath(dirName(uri), `memories-before-import-${stamp}.ovpack`) : undefined;
     const error = had && await writeNew(backup!, before);
     if (error) {
-      return stop(2, `cannot keep what import would replace in ${backup} (${error}); nothing was imported`);
+      const fix = "put the pack in a directory you can write: the backup goes beside it";
+      return stop(
+        1,
+        `cannot keep what import would replace in ${backup} (${error}); nothing was imported`,
+        fix,
+      );
     }
     const done = await inspect.importMemories(slow, pack);
     if (!done.ok) {

@@ -16,6 +16,9 @@ type Flag = {
   default?: string | boolean;
   value?: string;
   choices?: readonly string[];
+  /** Why the given value is a wrong command line, if it is; `excludes`: the flag it may not go with. */
+  check?: (value: string) => string | undefined;
+  excludes?: string;
   help: string;
 };
 type Flags = Readonly<Record<string, Flag>>;
@@ -60,6 +63,14 @@ function command<const F extends Flags = Record<never, Flag>>(spec: {
       values[n] === undefined || (f.choices?.includes(`${values[n]}`) ?? true);
     const [n, f] = Object.entries(own).find(([n, f]) => !chosen(n, f)) ?? [];
     if (f) return error(`--${n} must be ${f.choices!.join(" or ")}, not ${JSON.stringify(values[n!])}`);
+    const [wrong] = Object.entries(own).flatMap(([n, { excludes: x, check }]) =>
+      values[n] === undefined
+        ? []
+        : x && values[x]
+        ? `--${n} and --${x} exclude each other; give one of them`
+        : check?.(`${values[n]}`) ?? []
+    );
+    if (wrong) return error(wrong);
     const missing = names.find((n, i) => n.startsWith("<") && positionals[i] === undefined);
     if (missing) return error(`missing ${missing}`);
     const stray = positionals[names.length];
@@ -78,6 +89,16 @@ const dryRun = bool("print the changes as diffs and change nothing");
 const modes = ["config", "plugin"] as const;
 const choice = (help: string) => ({ type: "string", choices: modes, help }) as const;
 const mode = (value: string | undefined) => modes.find((m) => m === value);
+/** Why `given` is no server address to save ("" removes the saved one). */
+function urlProblem(given: string): string | undefined {
+  const url = URL.parse(given.trim().replace(/\/+$/, ""));
+  return given.trim() && !["http:", "https:"].includes(url?.protocol ?? "")
+    ? `--url "${given.replace(/\/\/[^/@]*@/, "//…@")}" is not an http(s) URL, e.g. http://127.0.0.1:1933`
+    : url?.username || url?.password
+    ? "--url carries a user name or password, which would be saved and shown as part of the address: " +
+      "give the address alone and the key with --api-key-stdin (or OPENVIKING_API_KEY)"
+    : undefined;
+}
 /** `kimi-home` as `kimiHome`, the name a handler takes. */
 type Camel<S> = S extends `${infer H}-${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S;
 const camelCase = (k: string) => k.replace(/-(\w)/g, (_, c) => c.toUpperCase());
@@ -109,14 +130,17 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
         default: "config",
       },
       "kimi-home": kimiHome,
-      url: str("URL", 'OpenViking server URL ("" removes it)'),
+      url: { ...str("URL", 'OpenViking server URL ("" removes it)'), check: urlProblem },
       "api-key-stdin": bool(
         "read the OpenViking API key from stdin (its first line); on a terminal, ask without echo",
       ),
-      "api-key": str(
-        "KEY",
-        'the key on the command line, kept in shell history: prefer --api-key-stdin ("" removes it)',
-      ),
+      "api-key": {
+        ...str(
+          "KEY",
+          'the key on the command line, kept in shell history: prefer --api-key-stdin ("" removes it)',
+        ),
+        excludes: "api-key-stdin",
+      },
       account: str("A", 'OpenViking account ("" removes it)'),
       user: str("U", 'OpenViking user ("" removes it)'),
       "dry-run": dryRun,
@@ -150,7 +174,7 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
   status: command({
     summary: "What memory did: recalls, captures, commits and what OpenViking made of them, the queue.",
     flags: {
-      session: str("ID", "one Kimi session (session_…) instead of the latest"),
+      session: { ...str("ID", "one Kimi session (session_…) instead of the latest"), excludes: "all" },
       all: bool("every session the ledger knows"),
       cwd: workspace,
       json: bool('the same as JSON (its shape: README "status")'),
@@ -250,7 +274,9 @@ export function helpText(): string {
     lines.push(...usageLines(name, "  "), ...wrap(`      ${cmd.summary}`, "      "));
   }
   const footer = `"${PROGRAM} <command> --help" describes each flag. Settings come from OPENVIKING_* ` +
-    "environment variables and ~/.openviking/ovcli.conf (see README.md).";
+    "environment variables and ~/.openviking/ovcli.conf (see README.md). Exit codes: 0 done; 2 the command " +
+    "line is wrong; 1 what it asked for failed (the message says what to do); hook: always 0; memories: also " +
+    "3 and 4.";
   return [...lines, "", ...wrap(footer, "")].join("\n");
 }
 

@@ -170,12 +170,24 @@ export function commitCost(s: SessionStatus): string | undefined {
       : "model tokens unknown (the server was not asked)");
 }
 
+/** How a session's last prompt's recall went, in words (`path`: its ledger's, folded). */
+function lastRecall(path: string): string {
+  const said: Record<string, string> = {
+    failed: "last recall failed",
+    paused: "last recall paused",
+    none: "last asked nothing",
+    reused: "last reused its recall",
+    skipped: "last too short to ask",
+  };
+  return said[path] ?? `last via ${path}`;
+}
+
 function sessionLines(s: SessionStatus, now: number, url: string): string[] {
   const { prompts: p, captures: c, queue: q, rejected: r, lastError: e, uncommitted: u } = s;
   const lines = [
     `  ${s.kimiSessionId} — ${s.lastActivity ? ago(s.lastActivity, now) : "no hook run in the ledger"}`,
     `    prompts ${p.seen}: ${plural(p.injected, "memory", "memories")} injected, ` +
-    `${p.suppressed} left out as repeats${p.lastPath ? ` (last via ${p.lastPath})` : ""}`,
+    `${p.suppressed} left out as repeats${p.lastPath ? ` (${lastRecall(p.lastPath)})` : ""}`,
     `    captured ${c.turns} turn(s): ${c.sent} message(s) delivered, ${c.queued} queued` +
     (c.rejected ? `, ${c.rejected} refused` : ""),
     ...[commitCost(s) ?? []].flat(),
@@ -378,7 +390,8 @@ export async function collectStatus(env: paths.Env, cwd: string, choice: Session
   const notAsked: string[] = [];
   const canAsk = conn.reachable && conn.authenticated !== false;
   const diffs = { left: 6 }; // memory diffs read per run
-  for (const s of sessions.filter((s) => s.commits.length)) {
+  // A commit made on another server or identity is not asked here: a session with no other has nothing to ask.
+  for (const s of sessions.filter((s) => s.commits.some((c) => !c.origin))) {
     notAsked.push(...canAsk ? await askTasks(client, s, diffs) : [`the commit tasks of ${s.kimiSessionId}`]);
   }
   const alarm = canAsk ? await askAlarm(client) : null;
@@ -427,11 +440,9 @@ async function knownSession(env: paths.Env, id: string): Promise<boolean> {
     !!queue && await queues.hasUnsent(queue, `${SESSION_PREFIX}${safe}`).catch(() => false);
 }
 
-/** `openviking-kimi status`: exit 0; 1 for a session nothing is known of; 2 for --session with --all, or a bad --cwd. */
+/** `openviking-kimi status`: exit 0; 1 for a session nothing is known of; 2 for a bad --cwd. */
 export async function statusCommand(o: SessionChoice & { cwd?: string; json: boolean }, env: paths.Env) {
   const fail = (code: number, message: string) => (console.error(`openviking-kimi status: ${message}`), code);
-  const both = "--session and --all exclude each other; give one of them.";
-  if (o.session !== undefined && o.all) return fail(2, both);
   if (o.session !== undefined && !(await knownSession(env, o.session))) {
     const all = `\`${commandName(env)} status --all\` lists the sessions the ledger knows.`;
     return fail(1, `no ledger or state exists for session ${JSON.stringify(o.session)}. ${all}`);

@@ -109,3 +109,18 @@ Deno.test("status text: a commit with no task says its outcome once", () => {
   const commits = renderStatus(status, NOW).split("\n").filter((l) => l.startsWith("    commit "));
   assertEquals(commits, ["    commit 0 s ago: failed", "    commit 0 s ago: committed"]);
 });
+
+Deno.test("status text: how the last prompt's recall went, in words (a failed one never reads 'via none')", () => {
+  const said = (lastPath: string) => {
+    const status = statusWith([MID]);
+    status.sessions[0].prompts.lastPath = lastPath;
+    return renderStatus(status, NOW).split("\n").find((l) => l.startsWith("    prompts "));
+  };
+  const head = "    prompts 1: 1 memory injected, 0 left out as repeats";
+  assertEquals(said("context"), `${head} (last via context)`);
+  assertEquals(said("failed"), `${head} (last recall failed)`);
+  assertEquals(said("paused"), `${head} (last recall paused)`);
+  assertEquals(said("none"), `${head} (last asked nothing)`);
+  assertEquals(said("reused"), `${head} (last reused its recall)`);
+  assertEquals(said("skipped"), `${head} (last too short to ask)`);
+});

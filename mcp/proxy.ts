@@ -24,7 +24,7 @@ export const PROXY_LIMITS = {
   startupMs: 10_000,
   toolCallMs: 600_000,
   silenceMs: 30_000,
-  cachedStartMs: 2_000,
+  offlineStartMs: 2_000,
   replyBytes: 16 << 20,
   streamBytes: 64 << 20,
 };
@@ -498,12 +498,11 @@ export class Proxy {
     }
   }
 
-  /** `work`'s outcome, or a timeout when the breaker opens or (a list cached) `cachedStartMs` after `since`. */
+  /** `work`'s outcome, or a timeout when the breaker opens or `offlineStartMs` after `since`. */
   private async startup(work: Promise<Failure | undefined>, since: number): Promise<Failure | undefined> {
     const done = new AbortController();
-    const early: Failure = { kind: "timeout", ms: this.limits.cachedStartMs };
-    const cached = await readToolCache(this.options.toolCache, this.settings.config.mcpUrl);
-    const end = cached ? since + this.limits.cachedStartMs : Infinity;
+    const early: Failure = { kind: "timeout", ms: this.limits.offlineStartMs };
+    const end = since + this.limits.offlineStartMs;
     const waited = async () => {
       while (!done.signal.aborted) {
         await sleep(Math.max(0, Math.min(250, end - Date.now())), done.signal); // the breaker, every 250 ms

@@ -77,6 +77,9 @@ function listed(root: Root, uri: string, text: string, modified: number, score?:
 const Entry = z.looseObject({ uri: z.string(), isDir: tolerant(z.boolean()), modTime: tolerant(z.string()) });
 const Entries = z.catch(z.array(z.catch(z.nullable(Entry), null)), []);
 
+/** A memory's file name as words: its text until the server gives an abstract (pure). */
+const nameOf = (uri: string) => uri.slice(uri.lastIndexOf("/") + 1, -3).replaceAll("_", " ");
+
 /** The memories of a tree listing of `root` (pure): files only, no summaries, each once. */
 export function memoriesOfTree(root: Root, entries: z.output<typeof Entries>): Listed[] {
   return entries.flatMap((e) =>
@@ -84,7 +87,7 @@ export function memoriesOfTree(root: Root, entries: z.output<typeof Entries>): L
       listed(
         root,
         e.uri,
-        e.uri.slice(e.uri.lastIndexOf("/") + 1, -3).replaceAll("_", " "),
+        nameOf(e.uri),
         Date.parse(e.modTime ?? "") || 0,
       ),
     ]
@@ -186,7 +189,7 @@ export const searchMemories = (
     });
     const hits = res.ok ? res.result.memories : [];
     const memories = hits.flatMap((h) =>
-      h && isMemoryUri(h.uri) ? [listed(root, h.uri, h.abstract || h.uri, 0, h.score)] : []
+      h && isMemoryUri(h.uri) ? [listed(root, h.uri, h.abstract || nameOf(h.uri), 0, h.score)] : []
     );
     return res.ok ? { ...res, result: memories } : res;
   }, false);

@@ -47,7 +47,7 @@ const PromptEntrySchema = z.object({
   kind: z.literal("prompt"),
   ...Run,
   prompt: z.string(),
-  /** The recall stage that answered: context, recall, find, reused, none or skipped. */
+  /** The recall stage that answered: context, reused, paused, none (nothing asked, or failed) or skipped. */
   path: z.string(),
   injected: z.array(ShownSchema),
   suppressed: z.array(z.string()),
@@ -408,7 +408,8 @@ export function foldSession(name: string, entries: readonly LedgerEntry[], here:
       s.prompts.seen++;
       s.prompts.injected += e.injected.length;
       s.prompts.suppressed += e.suppressed.length;
-      s.prompts.lastPath = e.path;
+      // A recall that failed answers "none", as one that asked nothing: its failure tells them apart.
+      s.prompts.lastPath = e.path === "none" && e.failure ? "failed" : e.path;
       worked = e.path !== "skipped" && e.path !== "reused";
     } else if (e.kind === "capture") {
       if (e.event !== "idle") s.captures.runs++; // the idle watch's commit is no capture run

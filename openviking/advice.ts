@@ -35,6 +35,12 @@ export function isRootKeyRefusal(f: Pick<OvFailure, "kind" | "status" | "error">
 /** "; writes wait in the queue until then": how every outage's fix ends. */
 const WAIT = "; writes wait in the queue until then";
 type Told = Pick<OvFailure, "kind" | "status" | "error" | "location">;
+/** Something other than OpenViking answers at the address (`what` it did): check what, then save the right one. */
+const somethingElse = (what: string, f: Told, cmd: string): Advice => ({
+  summary: `${what}: ${f.error.message}`,
+  fix: "check what answers at that address (a proxy's error page? a reverse proxy must forward /api/v1 to " +
+    `OpenViking), then \`${cmd} install --url URL\`${WAIT}`,
+});
 /** Per failure kind: its summary and fix at `url`, commands named `cmd`. */
 const ADVICE: Record<OvFailure["kind"], (f: Told, url: string, cmd: string, env: Env) => Advice> = {
   redirect: (f, url, cmd) => ({
@@ -44,11 +50,8 @@ const ADVICE: Record<OvFailure["kind"], (f: Told, url: string, cmd: string, env:
       ? `save the address it redirects to: \`${cmd} install --url ${originOf(f.location!)}\``
       : `save the server's real address with \`${cmd} install --url URL\``,
   }),
-  "not-openviking": (f, url, cmd) => ({
-    summary: `${url} is not an OpenViking server: ${f.error.message}`,
-    fix: "check the address and path (a reverse proxy must forward /api/v1 to OpenViking), then " +
-      `\`${cmd} install --url URL\`${WAIT}`,
-  }),
+  "not-openviking": (f, url, cmd) => somethingElse(`${url} is not an OpenViking server`, f, cmd),
+  "too-large": (f, url, cmd) => somethingElse(`${url} sent a reply larger than this plugin reads`, f, cmd),
   "missing-route": (f, url) => ({
     summary: `the OpenViking server at ${url} has no such route (HTTP ${f.status}): ${f.error.message}`,
     fix: `upgrade OpenViking (0.5 or newer)${WAIT}`,
@@ -90,10 +93,6 @@ const ADVICE: Record<OvFailure["kind"], (f: Told, url: string, cmd: string, env:
         ? "the answer is not OpenViking's own (a proxy's or gateway's page?): check that OpenViking runs and " +
           "that any proxy in front of it forwards to it (its log says why it could not), then "
         : "") + "check the server's log; writes wait in the queue and are sent when it recovers",
-  }),
-  "too-large": (f, url) => ({
-    summary: `${url} sent a reply larger than this plugin reads: ${f.error.message}`,
-    fix: "check what answers at that address (a proxy's error page?)",
   }),
   rejected: (f, _, cmd) => ({
     summary: `OpenViking refused the request (HTTP ${f.status}): ${f.error.message}`,

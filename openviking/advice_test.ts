@@ -64,3 +64,11 @@ Deno.test("adviceFor: a refused key set in OPENVIKING_API_KEY is corrected or un
   assertMatch(fromEnv, /^correct or unset OPENVIKING_API_KEY/);
   assertNotMatch(fromEnv, /wrong/, "never the key itself");
 });
+
+Deno.test("adviceFor: a reply too large and one not OpenViking's both mean something else answers there", () => {
+  const big = adviceFor(failure("too-large", 200, { code: "TOO_LARGE", message: "too big" }), origin);
+  const foreign = adviceFor(failed(200, "<html><title>nginx</title></html>"), origin);
+  assertEquals(big.fix, foreign.fix);
+  assertMatch(big.fix, /^check what answers at that address .*install --url URL`; writes wait/);
+  assertEquals(big.summary, `${origin} sent a reply larger than this plugin reads: too big`);
+});

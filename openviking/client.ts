@@ -49,12 +49,10 @@ export function cleanFailure(f: OvFailure, secrets: readonly string[]): OvFailur
 const FINAL_CODES = new Set(["INVALID_ARGUMENT", "INVALID_URI", "UNSUPPORTED_URI", "UNSUPPORTED_MODE", "SKILL_INVALID", "INVALID_FILTER", "NOT_FOUND"]);
 const AUTH_CODES = new Set(["UNAUTHENTICATED", "PERMISSION_DENIED"]);
 /** A raw HTTP answer, its body already bounded. */
-export type RawReply =
-  & { status: number; location?: string | null; contentType?: string | null }
-  & Record<
-    "text" | "origin",
-    string
-  >;
+export type RawReply = { status: number; location?: string | null; contentType?: string | null } & {
+  text: string;
+  origin: string;
+};
 
 /** OpenViking's envelope: a JSON object whose `status` is "ok" or "error". */
 function envelopeOf(text: string): JsonRecord | undefined {

@@ -10,7 +10,6 @@ import { commandName } from "../lib/self.ts";
 
 /** Default server address, as every OpenViking client's. */
 export const DEFAULT_BASE_URL = "http://127.0.0.1:1933";
-type CredentialMode = "env" | "cli" | "auto";
 /** Connection and identity; `apiKeyOrigin`: the origin a file's key was saved for ("" = any). */
 type Credentials = ReturnType<typeof resolveCredentials>;
 /** Raw inputs to resolution: parsed files, workspace files nearest first. */
@@ -24,49 +23,16 @@ export interface ConfigSources {
 }
 
 const str = (v: unknown): string => (typeof v === "string" ? v.trim() : "");
-const CREDENTIAL_MODES = new Map<string, CredentialMode>(
-  Object.entries({ env: "env", environment: "env", ovcli: "cli", auto: "auto", "": "auto" }),
+/** `OPENVIKING_CREDENTIAL_SOURCE`'s words and the modes they name. */
+const CREDENTIAL_MODES = new Map(
+  Object.entries({ env: "env", ovcli: "cli", auto: "auto", "": "auto" } as const),
 );
 
-/** Credential mode from `OPENVIKING_CREDENTIAL_SOURCE`: `env` (`environment`), `ovcli`, `auto`; else `auto`, warned. */
-export function credentialMode(env: Env, warnings: string[] = []): CredentialMode {
-  const raw = env.OPENVIKING_CREDENTIAL_SOURCE ?? "";
-  const mode = CREDENTIAL_MODES.get(raw.trim().toLowerCase());
-  const why = `invalid value ${shown(raw)} (must be "env", "ovcli" or "auto"); using "auto"`;
-  if (!mode) warnings.push(`OPENVIKING_CREDENTIAL_SOURCE: ${why}`);
-  return mode ?? "auto";
-}
-
-/** Variables no longer read, and what replaced each: set, each is a warning. */
-const REMOVED: Record<string, string> = {
-  OPENVIKING_CREDENTIALS_SOURCE: "use OPENVIKING_CREDENTIAL_SOURCE",
-  OPENVIKING_BEARER_TOKEN: "use OPENVIKING_API_KEY",
-  OPENVIKING_PEER_SOURCE: 'use OPENVIKING_WORKSPACE_PEER ("none" is read as OPENVIKING_WORKSPACE_PEER=false)',
-  OPENVIKING_RECALL_FORMAT: "recall always prints the digest",
-  OPENVIKING_RECALL_TOKEN_BUDGET: "use OPENVIKING_RECALL_DIGEST_CHARS",
-  OPENVIKING_RECALL_MAX_CONTENT_CHARS: "use OPENVIKING_RECALL_DIGEST_CHARS",
-  OPENVIKING_RECALL_LIMIT: "use OPENVIKING_RECALL_DIGEST_LIMIT",
-  OPENVIKING_RECALL_PREFER_ABSTRACT: "recall always prints the digest",
-  OPENVIKING_LEDGER_MAX_BYTES: "the ledger keeps 8 MiB",
-  OPENVIKING_LEDGER_MAX_AGE_DAYS: "the ledger keeps 30 days",
-  OPENVIKING_RECALL_DEDUP_TURNS: "the server's default",
-  OPENVIKING_RECALL_MAX_TOKENS: "use OPENVIKING_RECALL_DIGEST_CHARS",
-  OPENVIKING_RECALL_QUERY_EXPANSION: "the server's default",
-  OPENVIKING_PENDING_MAX_RETRIES: "the shared queue is the other plugins' to replay",
-  OPENVIKING_PENDING_REPLAY_LIMIT: "a replay run sends at most 50 entries",
-};
-
-/** A warning for each removed variable set in `env`, and each removed knob (camelCase) in a file `layers` holds. */
-function removedWarnings(env: Env, layers: [string, JsonRecord][] = []): string[] {
-  return Object.entries(REMOVED).flatMap(([name, instead]) => {
-    const key = name.slice(11).toLowerCase().replace(/_(.)/g, (_, c: string) => c.toUpperCase());
-    const where = [
-      ...(env[name]?.trim() ? [name] : []),
-      ...layers.filter(([, l]) => key in l).map(([w]) => `${w} "${key}"`),
-    ];
-    return where.map((w) => `${w} is no longer read: ${instead}`);
-  });
-}
+/** Variables of earlier versions, no longer read (README's Configuration says what replaced each). */
+const REMOVED = ("CREDENTIALS_SOURCE BEARER_TOKEN PEER_SOURCE RECALL_FORMAT RECALL_TOKEN_BUDGET " +
+  "RECALL_MAX_CONTENT_CHARS RECALL_LIMIT RECALL_PREFER_ABSTRACT LEDGER_MAX_BYTES LEDGER_MAX_AGE_DAYS " +
+  "RECALL_DEDUP_TURNS RECALL_MAX_TOKENS RECALL_QUERY_EXPANSION PENDING_MAX_RETRIES PENDING_REPLAY_LIMIT")
+  .split(" ").map((name) => `OPENVIKING_${name}`);
 
 function normalizeUrl(raw: string, warnings: string[], what: string): string | undefined {
   const url = URL.parse(raw);
@@ -109,13 +75,16 @@ function layer(source: string, keySource: string, origin: string, record: JsonRe
 type Layer = ReturnType<typeof layer>;
 /**
  * Resolves connection and identity as OpenViking's shared plugin runtime does: the URL from env, ovcli.conf,
- * ov.conf (`env` mode skips ovcli.conf, `ovcli` mode env); key and identity from all three, or from ovcli.conf
+ * ov.conf (`OPENVIKING_CREDENTIAL_SOURCE`: `env` mode skips ovcli.conf, `ovcli` mode env; else `auto`, warned); key and identity from all three, or from ovcli.conf
  * alone in `ovcli` mode (or `auto` with nothing in env and something in ovcli.conf). A file's key is never
  * sent to another origin than the file's.
  */
 function resolveCredentials(sources: ConfigSources, warnings: string[]) {
   const { env } = sources;
-  const mode = credentialMode(env, warnings);
+  const raw = env.OPENVIKING_CREDENTIAL_SOURCE ?? "";
+  const mode = CREDENTIAL_MODES.get(raw.trim().toLowerCase()); // none: "auto"
+  const why = `invalid value ${shown(raw)} (must be "env", "ovcli" or "auto"); using "auto"`;
+  if (!mode) warnings.push(`OPENVIKING_CREDENTIAL_SOURCE: ${why}`);
   const [cli, ov] = [asRecord(sources.ovcli), asRecord(sources.ovconf)];
   const [server, client] = [asRecord(ov.server), asRecord(ov.kimicode)];
   const host = str(server.host) === "0.0.0.0" || !str(server.host) ? "127.0.0.1" : str(server.host);
@@ -131,7 +100,7 @@ function resolveCredentials(sources: ConfigSources, warnings: string[]) {
   const fromOv = layer("ov.conf", "ov.conf", fileOrigin(ovUrl), { ...client, url: ovUrl }, ovKeys);
   const given = (l: Layer) => [l.url, l.key, l.account, l.user, l.peerId].some(Boolean);
   const envSet = given(fromEnv) || str(env.OPENVIKING_MCP_URL) !== "";
-  const useCli = mode === "cli" || (mode === "auto" && !envSet && given(fromCli));
+  const useCli = mode === "cli" || (mode !== "env" && !envSet && given(fromCli));
   const urlLayer = [mode === "cli" ? undefined : fromEnv, mode === "env" ? undefined : fromCli, fromOv]
     .find((l) => l?.url);
   const normalized = urlLayer &&
@@ -209,21 +178,22 @@ const pathKnob: Parser<string> = (raw) =>
   typeof raw !== "string" ? refuse("expected string") : raw || refuse("needs at least 1 character");
 /** What a workspace file may do with a knob, against the user's value; `may` words it ("" = nothing). */
 type WorkspaceRule = { may: string; allows: (asked: unknown, user: unknown) => boolean };
-const NEVER: WorkspaceRule = { may: "", allows: () => false };
-const LOWER: WorkspaceRule = { may: "lower it", allows: (asked, user) => Number(asked) <= Number(user) };
-const RAISE: WorkspaceRule = { may: "raise it", allows: (asked, user) => Number(asked) >= Number(user) };
-const ADD: WorkspaceRule = {
-  may: "add to it",
-  allows: (a, u) => (u as string[]).every((x) => (a as string[]).includes(x)),
-};
-const OFF: WorkspaceRule = { may: "turn it off", allows: (asked, user) => asked === false || asked === user };
-const ON: WorkspaceRule = { may: "turn it on", allows: (asked, user) => asked === true || asked === user };
+const rule = (may: string, allows: WorkspaceRule["allows"]): WorkspaceRule => ({ may, allows });
+const NEVER = rule("", () => false);
+const LOWER = rule("lower it", (asked, user) => Number(asked) <= Number(user));
+const RAISE = rule("raise it", (asked, user) => Number(asked) >= Number(user));
+const ADD = rule(
+  "add to it",
+  (asked, user) => (user as string[]).every((x) => (asked as unknown[]).includes(x)),
+);
+const OFF = rule("turn it off", (asked, user) => asked === false || asked === user);
+const ON = rule("turn it on", (asked, user) => asked === true || asked === user);
 /** Recall scopes, widest first: a workspace may only narrow. */
 const SCOPES = ["all", "actor", "strict"] as const;
-const NARROWER: WorkspaceRule = {
-  may: `set it to ${SCOPES.slice(1).map((v) => `"${v}"`).join(" or ")}`,
-  allows: (asked, user) => SCOPES.indexOf(asked as "all") >= SCOPES.indexOf(user as "all"),
-};
+const NARROWER = rule(
+  `set it to ${SCOPES.slice(1).map((v) => `"${v}"`).join(" or ")}`,
+  (asked, user) => SCOPES.indexOf(asked as "all") >= SCOPES.indexOf(user as "all"),
+);
 
 function knob<T>(env: string, parse: Parser<T>, fallback: NoInfer<T>, workspace: WorkspaceRule) {
   return { env, parse, default: fallback, workspace };
@@ -283,20 +253,13 @@ export function resolveSettings(
 ): Settings {
   const shared = asRecord(asRecord(sources.ovcli).plugin);
   const userLayers: [string, JsonRecord][] = [
-    ["ovcli.conf plugin.kimicode", peerSourceAlias(asRecord(shared.kimicode))],
+    ["ovcli.conf plugin.kimicode", asRecord(shared.kimicode)],
     ["ovcli.conf plugin", stricterOnly(shared, warnings)],
   ];
-  const workspace = (sources.workspace ?? []).map((w): [string, JsonRecord] => [
-    w.path,
-    peerSourceAlias(asRecord(w.value)),
-  ]);
-  warnings.push(...removedWarnings({}, [userLayers[0], ...workspace]));
-  const none = sources.env.OPENVIKING_PEER_SOURCE?.trim().toLowerCase() === "none";
-  const envOf = (name: string) =>
-    name === KNOBS.workspacePeer.env && none && !sources.env[name]?.trim() ? "false" : sources.env[name];
+  const workspace = (sources.workspace ?? []).map((w): [string, JsonRecord] => [w.path, asRecord(w.value)]);
   const settings: JsonRecord = {};
   for (const [name, k] of Object.entries(KNOBS) as [string, ReturnType<typeof knob<unknown>>][]) {
-    const env = envOf(k.env)?.trim() ? { value: envOf(k.env), where: k.env } : undefined;
+    const env = sources.env[k.env]?.trim() ? { value: sources.env[k.env], where: k.env } : undefined;
     const user = env ?? firstSetting(userLayers, name);
     const asked = env ? undefined : firstSetting(workspace, name);
     let value = Array.isArray(k.default) ? [...k.default] : k.default;
@@ -321,24 +284,17 @@ export function resolveSettings(
   return { ...knobs, debugLogPath: debugLogPath(knobs.debugLogPath, sources.env, warnings) };
 }
 
-/** A layer whose `peerSource` is "none" (the last version's knob) without `workspacePeer`: one that sends none. */
-function peerSourceAlias(layer: JsonRecord): JsonRecord {
-  const none = typeof layer.peerSource === "string" && layer.peerSource.trim().toLowerCase() === "none";
-  return none && layer.workspacePeer === undefined ? { ...layer, workspacePeer: false } : layer;
-}
-
 /** The switches ovcli.conf's shared `plugin` section turns off (stricter is always allowed); each knob a warning. */
 function stricterOnly(shared: JsonRecord, warnings: string[]): JsonRecord {
   const kept: JsonRecord = {};
-  for (const [key, value] of Object.entries(shared)) {
-    const name = key === "memoryEnabled" ? "enabled" : key;
+  for (const [name, value] of Object.entries(shared)) {
     if (!(name in KNOBS)) continue;
     const off = ["enabled", "autoRecall", "autoCapture"].includes(name) &&
       (value === false ||
         (typeof value === "string" && BOOL_WORDS.get(value.trim().toLowerCase()) === false));
     if (off) kept[name] = false;
     const fate = off ? "its false is honoured (stricter)" : "ignored";
-    warnings.push(`ovcli.conf plugin "${key}" is read from plugin.kimicode only: move it there (${fate})`);
+    warnings.push(`ovcli.conf plugin "${name}" is read from plugin.kimicode only: move it there (${fate})`);
   }
   return kept;
 }
@@ -356,7 +312,8 @@ type Resolved = { config: Config; warnings: string[] };
 const WORKSPACE_FORBIDDEN = ["url", "api_key", "apiKey", "baseUrl", "mcpUrl", "account", "user", "peerId"];
 /** Pure resolution of the full config from its sources. */
 export function resolveConfig(sources: ConfigSources): Resolved {
-  const warnings: string[] = removedWarnings(sources.env);
+  const removed = REMOVED.filter((name) => sources.env[name]?.trim());
+  const warnings = removed.length ? [`no longer read (README: Configuration): ${removed.join(", ")}`] : [];
   const credentials = resolveCredentials(sources, warnings);
   const settings = resolveSettings(sources, warnings);
   return { config: { ...credentials, ...settings, userAgent: USER_AGENT }, warnings };

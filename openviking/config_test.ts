@@ -4,7 +4,6 @@ import { commandName } from "../lib/self.ts";
 import { assertEquals, assertMatch, assertStringIncludes } from "../tests/support/assert.ts";
 import {
   type ConfigSources,
-  credentialMode,
   keyFor,
   KNOBS,
   loadConfig,
@@ -101,31 +100,37 @@ Deno.test("credentials: a bad URL is reported and the default used; a URL's user
   );
 });
 
-Deno.test("credential modes: env, ovcli, anything else auto (a warning); removed variables are warned of", () => {
-  const modes = ["ENV", " ovcli", "cli", "environment", ""].map((v) =>
-    credentialMode({ OPENVIKING_CREDENTIAL_SOURCE: v })
-  );
-  assertEquals(modes, ["env", "cli", "auto", "env", "auto"]);
+Deno.test("credential modes: env, ovcli, anything else auto (a warning); removed variables: one warning", () => {
+  const sourceIn = (mode: string, env: Record<string, string>) =>
+    resolveConfig(
+      sources({ env: { ...env, OPENVIKING_CREDENTIAL_SOURCE: mode }, ovcli: { url: "http://cli:1" } }),
+    )
+      .config.credentialSource;
+  const modes = ["ENV", " ovcli", "cli", "environment", ""];
+  assertEquals(modes.map((m) => sourceIn(m, { OPENVIKING_URL: "http://env:1" })), [
+    "env",
+    "ovcli.conf",
+    "env",
+    "env",
+    "env",
+  ]);
+  assertEquals(modes.map((m) => sourceIn(m, {})), ["default", ...Array(4).fill("ovcli.conf")]);
   const env = {
     OPENVIKING_CREDENTIAL_SOURCE: "cli",
     OPENVIKING_CREDENTIALS_SOURCE: "env",
     OPENVIKING_PEER_SOURCE: "none",
   };
   const { config, warnings } = resolveConfig(sources({ env }));
-  assertEquals(config.workspacePeer, false);
-  assertStringIncludes(warnings.join(), 'OPENVIKING_CREDENTIAL_SOURCE: invalid value "cli"');
-  assertStringIncludes(
-    warnings.join(),
-    "OPENVIKING_CREDENTIALS_SOURCE is no longer read: use OPENVIKING_CREDENTIAL_SOURCE",
-  );
-  const files = resolveConfig(sources({
-    ovcli: { plugin: { kimicode: { recallLimit: 20 } } },
-    workspace: [{ path: "/w/.openviking/config.json", value: { recallFormat: "full" } }],
-  })).warnings;
-  assertEquals(files, [
-    '/w/.openviking/config.json "recallFormat" is no longer read: recall always prints the digest',
-    'ovcli.conf plugin.kimicode "recallLimit" is no longer read: use OPENVIKING_RECALL_DIGEST_LIMIT',
+  assertEquals(config.workspacePeer, true);
+  assertEquals(warnings, [
+    "no longer read (README: Configuration): OPENVIKING_CREDENTIALS_SOURCE, OPENVIKING_PEER_SOURCE",
+    'OPENVIKING_CREDENTIAL_SOURCE: invalid value "cli" (must be "env", "ovcli" or "auto"); using "auto"',
   ]);
+  const files = resolveConfig(sources({
+    ovcli: { plugin: { kimicode: { recallLimit: 20, peerSource: "none" } } },
+    workspace: [{ path: "/w/.openviking/config.json", value: { recallFormat: "full" } }],
+  }));
+  assertEquals([files.warnings, files.config.workspacePeer], [[], true]);
 });
 
 Deno.test("defaults when nothing is configured: the local server, no identity, every knob's default", () => {

@@ -58,6 +58,11 @@ const countOf = (files: readonly { tag: string }[]) => ({
   messages: files.reduce((n, f) => n + (f.tag === "c" ? 0 : Number(f.tag.slice(1))), 0),
   commits: files.filter((f) => f.tag === "c").length,
 });
+type Counts = ReturnType<typeof countOf>;
+const added = (a: Counts = countOf([]), b: Counts): Counts => ({
+  messages: a.messages + b.messages,
+  commits: a.commits + b.commits,
+});
 /** A destination as the environment that names it: `OPENVIKING_URL=… OPENVIKING_API_KEY=<acme/coder's key>`. */
 export function placeWords(d: Destination): string {
   const key = d.key && `<${d.owner ? `${d.owner}'s key` : "the key they were queued under"}>`;
@@ -68,16 +73,9 @@ export function placeWords(d: Destination): string {
  * Writes held for other destinations (per session), in words: what waits where and how to deliver it there
  * (`command` runs openviking-kimi).
  */
-export function elsewhereWords(
-  held: readonly (Destination & ReturnType<typeof countOf>)[],
-  command = commandName(),
-) {
-  const byPlace = new Map<string, ReturnType<typeof countOf>>();
-  for (const d of held) {
-    const where = placeWords(d);
-    const n = byPlace.get(where) ?? { messages: 0, commits: 0 };
-    byPlace.set(where, { messages: n.messages + d.messages, commits: n.commits + d.commits });
-  }
+export function elsewhereWords(held: readonly (Destination & Counts)[], command = commandName()) {
+  const byPlace = new Map<string, Counts>();
+  for (const d of held) byPlace.set(placeWords(d), added(byPlace.get(placeWords(d)), d));
   if (!byPlace.size) return undefined;
   const commands = [...byPlace.keys()].map((where) => `\`${where} ${command} replay\``).join(", ");
   const summary = [...byPlace].map(([w, n]) => `${countWords(n)} are for another server or identity (${w})`);
@@ -98,8 +96,7 @@ export function elsewhereOf(sessions: QueueSummary["sessions"], here: Destinatio
   const words = elsewhereWords(runs.flat().flatMap((r) => away(r) ? [{ ...r, ...r.to! }] : []), command);
   const behind = runs.flatMap((rs) => rs.slice(rs.findIndex(away) + 1 || rs.length).filter((r) => !away(r)));
   if (!words || !behind.length) return words;
-  const n = countOf([]);
-  for (const r of behind) [n.messages, n.commits] = [n.messages + r.messages, n.commits + r.commits];
+  const n = behind.reduce(added, countOf([]));
   return { ...words, summary: `${words.summary}; ${countWords(n)} for this server wait behind them` };
 }
 /** `unsure`: it may have reached the server; the session is asked before a resend from then (true: at once). */
@@ -289,9 +286,9 @@ export class SessionQueue {
       const keys = await Promise.all(payloads.map((p) => messageKey(this.sessionId, p)));
       const fresh = payloads.map((payload, index) => ({ key: keys[index], payload, index }))
         .filter((m) => !this.keys.has(m.key));
-      const batches: (typeof fresh)[] = [];
-      for (let i = 0; i < fresh.length; i += batches.at(-1)!.length) {
-        batches.push(fresh.slice(i, nextBatchEnd(fresh.map((m) => m.payload), i)));
+      const [batches, freshPayloads] = [[] as (typeof fresh)[], fresh.map((m) => m.payload)];
+      for (let i = 0; i < fresh.length; i = nextBatchEnd(freshPayloads, i)) {
+        batches.push(fresh.slice(i, nextBatchEnd(freshPayloads, i)));
       }
       const writes = batches.map((b, i): Write => ({
         sessionId: this.sessionId,
@@ -365,7 +362,7 @@ export async function hasUnsent(pendingDir: string, sessionId: string): Promise<
 }
 
 /** Entries of a session that go to one destination (`to`: none kept), one after another. */
-export type QueueRun = { to?: Destination } & Record<"messages" | "commits", number>;
+export type QueueRun = { to?: Destination } & Counts;
 
 /** What waits in our queue (or the rejected place, with its newest refusal); `to`: where a session's oldest entry goes; `runs`: its entries by destination, in order (the queue only). */
 export interface QueueSummary {
@@ -375,18 +372,6 @@ export interface QueueSummary {
   )[];
   entries: number;
   last?: z.infer<typeof RejectionSchema>;
-}
-
-/** The entries `files` of the queue directory `dir` by destination, one run per change, in order. */
-async function runsOf(dir: string, files: readonly QueueFile[]): Promise<QueueRun[]> {
-  const runs: (QueueRun & { files: QueueFile[] })[] = [];
-  for (const f of files) {
-    const to = (await readEntry(joinPath(dir, f.name)))?.to;
-    const last = runs.at(-1);
-    if (last && JSON.stringify(last.to) === JSON.stringify(to)) last.files.push(f);
-    else runs.push({ ...to && { to }, messages: 0, commits: 0, files: [f] });
-  }
-  return runs.map(({ files, ...r }) => ({ ...r, ...countOf(files) }));
 }
 
 /** Every session's queued entries in `subdir` (reads every entry of the queue; in the rejected place each session's first and newest). */
@@ -400,8 +385,15 @@ export async function queueSummary(pendingDir: string, subdir = QUEUE_SUBDIR): P
       ...countOf(files),
       oldest: first?.createdAt ?? Date.now(),
       ...(first?.to && { to: first.to }),
-      ...(subdir === QUEUE_SUBDIR && { runs: await runsOf(dir, files) }),
     });
+    for (const f of subdir === QUEUE_SUBDIR ? files : []) { // one run per change of destination, in order
+      const to = f === files[0] ? first?.to : (await readEntry(joinPath(dir, f.name)))?.to;
+      const runs = out.sessions.at(-1)!.runs ??= [];
+      const last = runs.at(-1);
+      if (last && JSON.stringify(last.to) === JSON.stringify(to)) {
+        Object.assign(last, added(last, countOf([f])));
+      } else runs.push({ ...to && { to }, ...countOf([f]) });
+    }
     out.entries += files.length;
     if (subdir !== REJECTED_SUBDIR) continue;
     const raw = await readQueueJson(joinPath(dir, files.at(-1)!.name));
@@ -423,14 +415,11 @@ export function unsureFrom(f: OvFailure, timeoutMs: number, now = Date.now()): n
 }
 
 /** What delivering a write did: `settled` prefix (sent or refused; a commit: 1), `sent`, `rejections`, `stop`. */
-interface Delivery {
-  settled: number;
-  sent: number;
-  rejections: (Refusal & { index: number })[];
+type Delivery = { settled: number; sent: number; rejections: (Refusal & { index: number })[] } & {
   pendingTokens?: number;
   taskId?: string;
   stop?: OvFailure;
-}
+};
 
 /**
  * Delivers `w` in order (batches; one by one after a refused or too large batch, or without a batch route) until a
@@ -490,7 +479,9 @@ export interface SendReport extends Omit<Delivery, "settled" | "stop" | "taskId"
   stoppedBy?: { code: string; message: string };
 }
 
-const queueOf = async (o: { queue?: SessionQueue; pendingDir: string }, sid: string, c: OpenVikingClient) =>
+/** Where a session write goes: within `budget`, queued in `pendingDir` (through `queue` if open; `queueOnly`: at once). */
+type WriteOptions = { budget: Budget; pendingDir: string; queueOnly?: boolean; queue?: SessionQueue };
+const queueOf = async (o: WriteOptions, sid: string, c: OpenVikingClient) =>
   o.queue ?? await SessionQueue.open(o.pendingDir, sid, await destinationFor(c.options));
 /**
  * Sends messages to session `sid` in order, queueing what cannot go behind the settled prefix; `beforeRequest`
@@ -500,11 +491,7 @@ export async function sendMessages(
   client: OpenVikingClient,
   sid: string,
   payloads: readonly MessagePayload[],
-  options: {
-    budget: Budget;
-    pendingDir: string;
-    queueOnly?: boolean;
-    queue?: SessionQueue;
+  options: WriteOptions & {
     beforeRequest?: (from: number, to: number, askFrom?: number) => Promise<void>;
     onAcked?: (acked: number) => Promise<void>;
   },
@@ -545,7 +532,7 @@ export async function sendMessages(
 export async function commitSession(
   client: OpenVikingClient,
   sid: string,
-  options: { budget: Budget; pendingDir: string; key: string; queueOnly?: boolean; queue?: SessionQueue },
+  options: WriteOptions & { key: string },
 ): Promise<
   | { kind: "committed"; taskId?: string }
   | { kind: "queued"; cause?: OvFailure }
@@ -626,9 +613,10 @@ export interface ReplayReport
   cause?: OvFailure;
   waitUntil?: number;
   delivered: { sessionId: string; messages: number }[];
-  elsewhere: (Destination & { messages: number; commits: number })[];
+  elsewhere: (Destination & Counts)[];
 }
 
+/** One replay run: its client, place and limits, what it did, its clock, entries sent, whether it stops. */
 type ReplayRun = {
   client: OpenVikingClient;
   pendingDir: string;

@@ -5,6 +5,7 @@
 
 import type { FakeOpenViking, RecordedRequest, StoredMessage } from "../support/fake-openviking.ts";
 import { QueueEntrySchema } from "../../openviking/queue.ts";
+import { QUEUE_FILE } from "../support/queue.ts";
 import { LedgerEntrySchema } from "../../memory/ledger.ts";
 import { SessionStateSchema } from "../../memory/state.ts";
 import { readJournal, scanTurns, turnLineFilter } from "../../kimi/journal/turns.ts";
@@ -12,7 +13,6 @@ import { messagesOf } from "../../cli/turns.ts";
 import { MARK, SECRET } from "./journal-model.ts";
 import { originOfRequest, type Processes } from "./procs.ts";
 
-const OUR_ENTRY_NAME = /^\d{10}-(m\d+|c)(\.json|\.\d+\.claim)$/;
 const nameOf = (path: string) => path.slice(path.lastIndexOf("/") + 1);
 
 /**
@@ -39,7 +39,7 @@ export async function snapshotProblems(ov: string): Promise<{ files: number; pro
 /** Which queue or state a file under `ov` belongs to, by where it is; undefined: neither. */
 function kindOf(ov: string, path: string) {
   if (path.startsWith(`${ov}/pending/kimicode/`) || path.startsWith(`${ov}/pending/kimicode-rejected/`)) {
-    return { queue: OUR_ENTRY_NAME, schema: QueueEntrySchema };
+    return { queue: QUEUE_FILE, schema: QueueEntrySchema };
   }
   if (path.startsWith(`${ov}/hook-state/`)) return { state: "session", schema: SessionStateSchema };
   if (path.startsWith(`${ov}/state/`)) return { state: "plain", schema: undefined };

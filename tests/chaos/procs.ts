@@ -4,7 +4,7 @@
  * which names this sandbox's HOME), and kill -9 by pid.
  */
 
-import { cliArgs, denoEnv } from "../support/run.ts";
+import { cliArgs, denoEnv, spawnFed } from "../support/run.ts";
 
 /** A process this sandbox started; a `writer` sends session writes itself (interrupt, a worker, replay). */
 export interface Run {
@@ -66,22 +66,14 @@ export class Processes {
     options: { extraEnv?: Record<string, string>; writer?: boolean } = {},
   ): Promise<Run> {
     const origin = `o${++this.counter}`;
-    const child = new Deno.Command(Deno.execPath(), {
-      args: [...(this.argv ??= await cliArgs()), ...args],
-      env: {
-        ...denoEnv(),
-        ...this.env,
-        OPENVIKING_API_KEY: `${this.env.OPENVIKING_API_KEY}-${origin}`,
-        ...options.extraEnv,
-      },
-      clearEnv: true,
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    const writer = child.stdin.getWriter();
-    await writer.write(typeof stdin === "string" ? new TextEncoder().encode(stdin) : stdin).catch(() => {});
-    await writer.close().catch(() => {});
+    const env = {
+      ...denoEnv(),
+      ...this.env,
+      OPENVIKING_API_KEY: `${this.env.OPENVIKING_API_KEY}-${origin}`,
+      ...options.extraEnv,
+    };
+    const argv = [...(this.argv ??= await cliArgs()), ...args];
+    const child = await spawnFed(Deno.execPath(), argv, { env, clearEnv: true, stdin });
     const text = (b: Uint8Array) => new TextDecoder().decode(b);
     const ended = child.output().then((o) => ({ ...o, stdout: text(o.stdout), stderr: text(o.stderr) }));
     const run: Run = {

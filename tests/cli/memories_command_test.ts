@@ -83,6 +83,10 @@ Deno.test("memories: the project's and the user's, by kind, newest first, text a
   assertEquals((await uris()).sort(), all.sort());
   w.fake.findResults["viking://~/memories"] = [{ uri: USER_MEMORY, level: 2, score: 0.7, abstract: "" }];
   assertEquals(await uris("--search", "tabs"), [[USER_MEMORY, 0.7]]);
+  // A hit with no abstract yet: its name as the text, as the listing shows it; its URI once, below.
+  const found = (await w.run("--search", "tabs")).stdout;
+  assertEquals(found.split(USER_MEMORY).length - 1, 1, found);
+  assertMatch(found, /\n {2}0\.70 {2}tabs\n {6}viking:/);
   const unknown = await w.run("list");
   assertEquals(unknown.code, 2);
   assertStringIncludes(unknown.stderr, 'unknown action "list" (show, forget, export or import)');
@@ -336,4 +340,18 @@ Deno.test("memories --search leaves the server's unfilled templates out as the l
     text.stdout,
     `templates of the server, not filled in (left out):\n      ${identity}\n`,
   );
+});
+
+Deno.test("memories import where its backup cannot be written: exit 1 (the world, not the command line), nothing imported", async () => {
+  await using w = await setUp();
+  // A directory so deep that the pack's path is readable but its backup's, beside it, is too long to write.
+  let deep = w.dir;
+  while (deep.length < 4060) deep = `${deep}/${"d".repeat(Math.min(200, 4059 - deep.length))}`;
+  await Deno.mkdir(deep, { recursive: true });
+  const file = `${deep}/p.ovpack`;
+  await Deno.writeFile(file, zipOf({ "memories/": "", "memories/a.md": "a memory" }));
+  const r = await w.run("import", file);
+  assertEquals(r.code, 1, r.stderr);
+  assertMatch(r.stderr, /cannot keep what import would replace in .*; nothing was imported/);
+  assertEquals(w.fake.requestsTo("POST /api/v1/pack/import").length, 0, "nothing is sent");
 });

@@ -84,7 +84,8 @@ Deno.test("install's values: --flag=value, -y, an empty value, the default mode"
   });
   assertEquals(values("install", []).mode, "config");
   assertEquals(COMMANDS.install.parse(["-yh"]).kind, "help", "-h in a group of short flags");
-  assertEquals(values("install", ["--url=-odd", "--dry-run"]).url, "-odd", "a dash value written inline");
+  assertEquals(values("install", ["--user=-odd", "--dry-run"]).user, "-odd", "a dash value written inline");
+  assertEquals(values("install", ["--url", ""]).url, "", '--url "" removes it');
   assertEquals(values("uninstall", []).mode, undefined, "uninstall without --mode: both modes");
   assertEquals(values("uninstall", ["--purge", "--yes"]).purge, true);
 });
@@ -104,6 +105,13 @@ Deno.test("the parser's refusals name the flag (beyond the every-command cases a
     ["mcp", ["--constructor"], "Unknown option '--constructor'"],
     ["mcp", ["--__proto__"], "Unknown option '--__proto__'"],
     ["hook", [], "missing <event>"],
+    ["install", ["--url", "ftp://h"], '--url "ftp://h" is not an http(s) URL, e.g. http://127.0.0.1:1933'],
+    ["install", ["--url=http://u:p@h"], /^--url carries a user name or password/],
+    [
+      "install",
+      ["--api-key-stdin", "--api-key", "k"],
+      "--api-key and --api-key-stdin exclude each other; give one of them",
+    ],
   ];
   for (const [name, args, want] of cases) {
     const got = refused(name, args);
@@ -136,6 +144,12 @@ Deno.test("the entry point: help on stdout, refusals on stderr with exit 2 (a ho
       2,
       "",
       `${usageError("install", refused("install", ["--url", "--yes"]), env)}\n`,
+    ],
+    [
+      ["install", "--url", "h:1933"],
+      2,
+      "",
+      `${usageError("install", refused("install", ["--url", "h:1933"]), env)}\n`,
     ],
     [["version", "--x"], 2, "", `${usageError("version", "Unknown option '--x'", env)}\n`],
     [["hook"], 0, "", `${usageError("hook", "missing <event>", env)}\n`],

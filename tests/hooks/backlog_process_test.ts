@@ -8,7 +8,7 @@ import { assertEquals, assertTrue } from "../support/assert.ts";
 import type { StoredMessage } from "../support/fake-openviking.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { waitUntil } from "../support/kimi.ts";
-import { ourQueue } from "../support/queue.ts";
+import { ourQueue, QUEUE_FILE } from "../support/queue.ts";
 import { startCli } from "../support/run.ts";
 import { hookIn } from "../support/hook-context.ts";
 import { runIn } from "../cli/in-process.ts";
@@ -24,12 +24,9 @@ const OTHER = "session_12b4c6d8-othr-4e5f-8a9b-quickstop012";
 const question = (i: number) => `question ${i} about the build`;
 const answer = (i: number) => `answer ${i}: run the tests first`;
 
-/** A queue entry's file name (or a replay's claim of one), as ourQueue reads them. */
-const ENTRY = /^\d{10}-(m\d+|c)(\.json|\.\d+\.claim)$/;
-
 /** How many queue entries (batches, commits, claims) wait, from the directory listing alone. */
 const queueEntries = (pending: string) =>
-  pathsUnder(`${pending}/${QUEUE_SUBDIR}`, (_, e) => e.isFile && ENTRY.test(e.name)).length;
+  pathsUnder(`${pending}/${QUEUE_SUBDIR}`, (_, e) => e.isFile && QUEUE_FILE.test(e.name)).length;
 
 /** Every `*.tmp` file under `dir`. */
 const tempFiles = (dir: string) => pathsUnder(dir, (p) => p.endsWith(".tmp"));

@@ -119,50 +119,45 @@ Deno.test("only search hangs: a capture that delivers says nothing of recall, so
   assertEquals(searches(w.fake.requests.map((r) => r.route)), 1, "the next prompt asked no search");
 });
 
-Deno.test("a hung server that comes back: a due probe closes the breaker and recall resumes", async () => {
-  await using dir = await tempDir();
-  const hung = startHungServer();
-  const env = envFor(dir.path, hung.url, 1500);
-  assertMatch(await prompt(env, "session_a", "how should I indent this file?"), PAUSED_LINE);
-  await hung.close();
-  await using fake = await FakeOpenViking.start({ port: hung.port });
-
-  // Not due yet: paused, and no probe.
-  assertEquals(await prompt(env, "session_a", "how should I indent this file, again?"), "");
-  assertEquals(fake.requests.length, 0, "a paused prompt before the probe is due asks the server nothing");
-
-  await ageBreaker(dir.path);
-  assertEquals(await prompt(env, "session_a", "how should I indent this file, once more?"), "");
-  const answered = async () => (await breakers(dir.path))[0]?.value.answeredAt !== undefined;
-  await waitFor("the probe's answer", answered);
-  const asked = fake.requests.map((r) => `${r.method} ${r.path}`);
-  assertEquals(asked, ["POST /api/v1/search/search"], "the probe asked what recall asks, only");
-
-  assertEquals(await prompt(env, "session_a", "how should I indent this file?"), `${FAKE_DIGEST_FIRST}\n`);
-  assertEquals(await breakers(dir.path), [], "the answer closed the breaker");
-  const paths = (await prompts(dir.path, "session_a")).map((p) => p.path);
-  assertEquals(paths, ["paused", "paused", "paused", "context"]);
-});
-
-Deno.test("a hung server that comes back: SessionStart's worker probes it, so the session's first prompt recalls", async () => {
-  await using dir = await tempDir();
-  const hung = startHungServer();
-  const env = envFor(dir.path, hung.url, 1500);
-  assertMatch(await prompt(env, "session_a", "how should I indent this file?"), PAUSED_LINE);
-  await hung.close();
-  await using fake = await FakeOpenViking.start({ port: hung.port });
-  await ageBreaker(dir.path);
-  const stdin = stdinOf("session-start", "session_b", { source: "startup" });
-  const start = await runCli(["hook", "session-start"], { env, clearEnv: true, stdin });
-  assertEquals([start.code, start.stdout], [0, ""]);
-  await waitFor(
-    "the probe's answer",
-    async () => (await breakers(dir.path))[0]?.value.answeredAt !== undefined,
-  );
-  assertEquals(fake.requestsTo("POST /api/v1/search/search").length, 1, "the worker probed with a search");
-  assertEquals(await prompt(env, "session_b", "how should I indent this file?"), `${FAKE_DIGEST_FIRST}\n`);
-  assertEquals(await breakers(dir.path), []);
-});
+for (const by of ["a due probe", "SessionStart's worker"]) {
+  Deno.test(`a hung server that comes back: ${by} probes it, the breaker closes and recall resumes`, async () => {
+    await using dir = await tempDir();
+    const hung = startHungServer();
+    const env = envFor(dir.path, hung.url, 1500);
+    assertMatch(await prompt(env, "session_a", "how should I indent this file?"), PAUSED_LINE);
+    await hung.close();
+    await using fake = await FakeOpenViking.start({ port: hung.port });
+    const session = by === "a due probe" ? "session_a" : "session_b";
+    if (session === "session_a") {
+      // Not due yet: paused, and no probe.
+      assertEquals(await prompt(env, session, "how should I indent this file, again?"), "");
+      assertEquals(
+        fake.requests.length,
+        0,
+        "a paused prompt before the probe is due asks the server nothing",
+      );
+      await ageBreaker(dir.path);
+      assertEquals(await prompt(env, session, "how should I indent this file, once more?"), "");
+    } else {
+      await ageBreaker(dir.path);
+      const stdin = stdinOf("session-start", session, { source: "startup" });
+      const start = await runCli(["hook", "session-start"], { env, clearEnv: true, stdin });
+      assertEquals([start.code, start.stdout], [0, ""]);
+    }
+    await waitFor(
+      "the probe's answer",
+      async () => (await breakers(dir.path))[0]?.value.answeredAt !== undefined,
+    );
+    assertEquals(fake.requestsTo("POST /api/v1/search/search").length, 1, "the probe is one search");
+    if (session === "session_a") {
+      assertEquals(fake.requests.length, 1, "the probe asked what recall asks, only");
+    }
+    assertEquals(await prompt(env, session, "how should I indent this file?"), `${FAKE_DIGEST_FIRST}\n`);
+    assertEquals(await breakers(dir.path), [], "the answer closed the breaker");
+    const paths = (await prompts(dir.path, "session_a")).map((p) => p.path);
+    assertEquals(paths, session === "session_a" ? ["paused", "paused", "paused", "context"] : ["paused"]);
+  });
+}
 
 Deno.test("a hung server with memory paused: a capture asks /health briefly, then queues, waiting no request's timeout", async () => {
   await using w = await world({

@@ -11,6 +11,7 @@ import { JournalBuilder } from "../support/journal.ts";
 import { enqueueMessages, range } from "../support/queue.ts";
 import { destinationFor, SessionQueue } from "../../openviking/queue.ts";
 import { collectStatus, renderStatus } from "../../cli/status.ts";
+import { usageError } from "../../cli/mod.ts";
 import { WIDTH } from "../../lib/columns.ts";
 import {
   appendLedger,
@@ -84,7 +85,7 @@ Deno.test("status: every field after a scripted session, with the server down an
   const d = down.sessions.find((s) => s.kimiSessionId === session)!;
   // The first prompt shows the fake's one memory; the second finds it again and leaves it out; the third
   // (server down) gets nothing.
-  assertEquals(d.prompts, { seen: 3, injected: 1, suppressed: 1, lastPath: "none" });
+  assertEquals(d.prompts, { seen: 3, injected: 1, suppressed: 1, lastPath: "failed" });
   assertEquals([d.captures.runs, d.captures.turns, d.captures.sent, d.captures.queued], [3, 3, 4, 2]);
   const outcomes = [["committed", undefined], ["committed", undefined], ["queued", undefined]];
   assertEquals(d.commits.map((c) => [c.outcome, c.task?.status]), outcomes);
@@ -295,7 +296,9 @@ Deno.test("status --session with an id nothing is known of: says so and points t
   }
   assertEquals((await collectStatus(w.env, w.home, { session: w.session })).sessions.length, 1);
   const both = await w.cli("status", "--session", w.session, "--all");
-  const exclusive = "openviking-kimi status: --session and --all exclude each other; give one of them.\n";
+  const exclusive = `${
+    usageError("status", "--session and --all exclude each other; give one of them", w.env)
+  }\n`;
   assertEquals([both.code, both.stderr], [2, exclusive]);
   // A session with state but nothing in the ledger (a start with an empty queue) is known: shown, no age.
   const other = "session_5747a705-0000-4000-8000-0000000000ff";
@@ -374,6 +377,13 @@ Deno.test("status against another server than the one that made a commit: says s
   const [c] = (await w.ours(env)).commits;
   assertEquals([c.outcome, c.origin?.url, c.task], ["committed", w.fake.url, undefined]);
   assertEquals(other.requests.filter((r) => r.path.startsWith("/api/v1/tasks/")).length, 0, "not asked");
+  const listed = other.requests.filter((r) => r.path === "/api/v1/tasks" && r.query.resource_id);
+  assertEquals(listed.length, 0, "nor its task list: it holds none of the session's commits");
+  // That other server down: what it could not be asked never names the commits it would not be asked anyway.
+  const gone = await FakeOpenViking.start();
+  await gone.close();
+  const down = await collectStatus({ ...w.env, OPENVIKING_URL: gone.url }, w.home);
+  assertEquals(down.notAsked.filter((x) => x.includes(w.session)), [], down.notAsked.join("; "));
   const text = await w.text(env);
   assertMatch(flat(text), new RegExp(`made on ${w.fake.url}, not on this server: not asked`));
   assertTrue(!text.includes("expired"), text);
@@ -382,17 +392,34 @@ Deno.test("status against another server than the one that made a commit: says s
   assertMatch(flat(await w.text(carol)), /made on .* as another identity/);
 });
 
-Deno.test("status under balanced: captures that wait for a commit, and when the idle watch commits them", async () => {
+Deno.test("status under balanced: captures that wait for a commit, by server after a move from A to B, and when the idle watch commits them", async () => {
   await using w = await statusWorld({
     OPENVIKING_COMMIT_POLICY: "balanced",
     OPENVIKING_IDLE_COMMIT_SECONDS: "600",
   });
-  await w.turn("how should I indent TypeScript here?");
+  await using b = await FakeOpenViking.start();
+  await w.turn("how should I indent TypeScript here?"); // on A: 2 messages, uncommitted
   assertEquals(w.commits(), 0, "one short turn: no commit yet");
   const state = await w.state();
   assertEquals((await w.ours()).uncommitted, { messages: 2, dueAt: state.lastCaptureAt! + 600_000 });
   const due = /2 message\(s\) wait for a commit: due in (9|10) min \(idle since the last capture\)/;
   assertMatch(flat(await w.text()), due);
+
+  const onB = { ...w.env, OPENVIKING_URL: b.url }; // as after `install --url` of B
+  await w.say("and which line width?");
+  w.fake.fault({ route: "*", drop: true }); // A unreachable from now on: its queue waits
+  await w.run("stop", {}, { OPENVIKING_URL: b.url });
+  assertEquals(b.messages(w.ov).length, 2, "B took the second turn");
+  const u = (await w.ours(onB)).uncommitted!;
+  assertEquals(u.messages, 4);
+  assertEquals(u.elsewhere, [{ messages: 2, where: `OPENVIKING_URL=${w.fake.url}` }]);
+  const text = flat(await w.text(onB));
+  assertMatch(text, /4 message\(s\) wait for a commit: due in/);
+  assertStringIncludes(
+    text,
+    `2 of them are for another server or identity (OPENVIKING_URL=${w.fake.url}): a session there commits them`,
+  );
+
   // The watch's commit is in the ledger as a capture of no turns: a commit, not a capture run.
   await w.ledgerLine(w.session, {
     at: Date.now(),
@@ -401,11 +428,11 @@ Deno.test("status under balanced: captures that wait for a commit, and when the 
     commit: "committed",
     taskId: "task-idle",
   });
-  const after = await w.ours();
-  assertEquals([after.captures.runs, after.captures.turns, after.commits.map((c) => c.outcome)], [1, 1, [
+  const after = await w.ours(onB);
+  assertEquals([after.captures.runs, after.captures.turns, after.commits.map((c) => c.outcome)], [2, 2, [
     "committed",
   ]]);
-  assertMatch(await w.text(), /commit \d+ s ago: committed \(task task-idl\)/);
+  assertMatch(await w.text(onB), /commit \d+ s ago: committed \(task task-idl\)/);
 });
 
 Deno.test("status: the idle watch's commit, after `install --url` of another server, is said made on the first", async () => {
@@ -466,30 +493,6 @@ Deno.test("status: a prompt whose recall or profile failed says why in its ledge
   await prompt("what about the build?");
   assertEquals((await ledger())[3].failure, undefined);
   assertEquals((await Deno.readTextFile(ledgerFile)).includes(key), false);
-});
-
-Deno.test("status after a session moved from server A to B: what waits for a commit, by server", async () => {
-  await using w = await statusWorld({
-    OPENVIKING_COMMIT_POLICY: "balanced",
-    OPENVIKING_IDLE_COMMIT_SECONDS: "600",
-  });
-  await using b = await FakeOpenViking.start();
-  await w.turn("how should I indent TypeScript here?"); // on A: 2 messages, uncommitted
-  const onB = { ...w.env, OPENVIKING_URL: b.url }; // as after `install --url` of B
-  await w.say("and which line width?");
-  w.fake.fault({ route: "*", drop: true }); // A unreachable from now on: its queue waits
-  await w.run("stop", {}, { OPENVIKING_URL: b.url });
-  assertEquals(b.messages(w.ov).length, 2, "B took the second turn");
-
-  const u = (await w.ours(onB)).uncommitted!;
-  assertEquals(u.messages, 4);
-  assertEquals(u.elsewhere, [{ messages: 2, where: `OPENVIKING_URL=${w.fake.url}` }]);
-  const text = flat(await w.text(onB));
-  assertMatch(text, /4 message\(s\) wait for a commit: due in/);
-  assertStringIncludes(
-    text,
-    `2 of them are for another server or identity (OPENVIKING_URL=${w.fake.url}): a session there commits them`,
-  );
 });
 
 Deno.test("status: a session's queue with server A's writes, then B's behind them, says which are whose", async () => {

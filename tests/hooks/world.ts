@@ -6,6 +6,7 @@ import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { tempDir } from "../support/temp.ts";
 import { runIn } from "../cli/in-process.ts";
+import { waitUntil } from "../support/kimi.ts";
 import { readState } from "../../memory/state.ts";
 import { HOOKS } from "../../kimi/hooks.ts";
 
@@ -59,13 +60,8 @@ export const snapshot = (dir: string) =>
   });
 
 /** Polls `cond` every 50 ms until it holds; throws after `timeoutMs`. */
-export async function waitFor(what: string, cond: () => Promise<boolean> | boolean, timeoutMs = 30_000) {
-  const end = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+export const waitFor = (what: string, cond: () => Promise<boolean> | boolean, timeoutMs = 30_000) =>
+  waitUntil(cond, timeoutMs, what, 50).then(() => {});
 
 /** A world: `env` over sandboxEnv (every-turn, no capture wait), the fake started with `fake`. */
 export async function world(

@@ -87,16 +87,14 @@ export class FakeMcp {
   /** Makes calls of tool `name` wait until `release()` is called. */
   hold(name: string): { release: () => void } {
     let release!: () => void;
-    const promise = new Promise<void>((resolve) => release = resolve);
-    const entry = {
-      promise,
-      release: () => {
+    const promise = new Promise<void>((resolve) => {
+      release = () => {
         this.holds.delete(name);
-        release();
-      },
-    };
-    this.holds.set(name, entry);
-    return { release: entry.release };
+        resolve();
+      };
+    });
+    this.holds.set(name, { promise, release });
+    return { release };
   }
 
   /** Messages received with this method. */
@@ -140,20 +138,9 @@ export class FakeMcp {
     const requests = messages.filter((m) => m.id !== undefined && typeof m.method === "string");
     if (requests.length === 0) return { status: 202, headers: {}, body: "" };
     const replies = requests.map((m) => this.answer(m));
-    if (this.options.sse) {
-      const events = replies.map((r) => `event: message\ndata: ${JSON.stringify(r)}\n\n`).join("");
-      return {
-        status: 200,
-        headers: { "content-type": "text/event-stream" },
-        body: `: stream\n\n${events}`,
-      };
-    }
-    const payload = Array.isArray(body) ? replies : replies[0];
-    return {
-      status: 200,
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(payload),
-    };
+    const events = replies.map((r) => `event: message\ndata: ${JSON.stringify(r)}\n\n`).join("");
+    if (this.options.sse) return sseReply(`: stream\n\n${events}`);
+    return jsonReply(200, Array.isArray(body) ? replies : replies[0]);
   }
 
   private answer(m: Msg): Msg {
@@ -162,9 +149,8 @@ export class FakeMcp {
     const name = String(params.name ?? "");
     switch (m.method) {
       case "initialize": {
-        const protocolVersion = typeof params.protocolVersion === "string"
-          ? params.protocolVersion
-          : "2025-06-18";
+        const asked = params.protocolVersion;
+        const protocolVersion = typeof asked === "string" ? asked : "2025-06-18";
         const serverInfo = { name: "openviking", version: "0.5.2-fake" };
         return reply({
           result: { protocolVersion, capabilities: { tools: { listChanged: false } }, serverInfo },

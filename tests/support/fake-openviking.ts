@@ -307,10 +307,6 @@ function validateMessage(m: unknown): StoredMessage {
   return msg as StoredMessage;
 }
 
-/** Default recall result of the context face. */
-const DEFAULT_RENDERED =
-  `<memory uri="viking://user/default/memories/preferences/indent.md" type="preferences" score="0.87" detail="abstract">\nUser prefers tabs over spaces.\n</memory>`;
-
 /** The default memory as the context face lists it (the real 0.5.2 server's entry shape). */
 export const DEFAULT_ENTRY = {
   uri: "viking://user/default/memories/preferences/indent.md",
@@ -321,9 +317,11 @@ export const DEFAULT_ENTRY = {
   origin: "self",
 };
 
+/** The digest line of a context face's entry. */
+const lineOf = (e: typeof DEFAULT_ENTRY) => `- ${e.text} (${e.uri})`;
+
 /** The default memory's digest line. */
-export const FAKE_MEMORY_LINE =
-  "- User prefers tabs over spaces. (viking://user/default/memories/preferences/indent.md)";
+export const FAKE_MEMORY_LINE = lineOf(DEFAULT_ENTRY);
 
 /** The profile's digest row against the default fake. */
 export const FAKE_PROFILE_ROW =
@@ -351,8 +349,7 @@ export function queryEntry(query: string): typeof DEFAULT_ENTRY {
 
 /** The digest line of {@link queryEntry}. */
 export function queryMemoryLine(query: string): string {
-  const e = queryEntry(query);
-  return `- ${e.text} (${e.uri})`;
+  return lineOf(queryEntry(query));
 }
 
 /**
@@ -376,7 +373,8 @@ export class FakeOpenViking {
   /** The context face's answer (`result` of /search/search with mode=context). */
   context: Record<string, unknown> = {
     entries: [DEFAULT_ENTRY],
-    rendered: DEFAULT_RENDERED,
+    rendered: `<memory uri="${DEFAULT_ENTRY.uri}" type="preferences" score="0.87" detail="abstract">\n` +
+      `${DEFAULT_ENTRY.text}\n</memory>`,
     digest: "",
     stats: { used_tokens: 20 },
   };
@@ -512,20 +510,18 @@ export class FakeOpenViking {
     const raw = concatBytes(chunks);
     const text = new TextDecoder().decode(raw);
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
-    const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(req.headers)) {
-      headers[k.toLowerCase()] = Array.isArray(v) ? v.join(", ") : String(v ?? "");
+    const headers: Record<string, string> = Object.fromEntries(
+      Object.entries(req.headers).map((
+        [k, v],
+      ) => [k.toLowerCase(), Array.isArray(v) ? v.join(", ") : String(v ?? "")]),
+    );
+    const multipart = (req.headers["content-type"] ?? "").startsWith("multipart/");
+    let [body, badJson]: [unknown, boolean] = [!text ? undefined : multipart ? raw : text, false];
+    try {
+      if (text && !multipart) body = JSON.parse(text);
+    } catch {
+      badJson = true;
     }
-    let body: unknown = undefined;
-    let badJson = false;
-    if (text && !(req.headers["content-type"] ?? "").startsWith("multipart/")) {
-      try {
-        body = JSON.parse(text);
-      } catch {
-        badJson = true;
-        body = text;
-      }
-    } else if (text) body = raw;
     const method = req.method ?? "GET";
     const route = `${method} ${routeOf(url.pathname)}`;
     const record: RecordedRequest = {
@@ -548,10 +544,7 @@ export class FakeOpenViking {
     const fault = this.takeFault(route);
     if (fault?.hold) await new Promise<void>((r) => this.holding.push(r));
     if (fault?.delayMs) await new Promise((r) => setTimeout(r, fault.delayMs));
-    if (fault?.drop) {
-      req.socket.destroy();
-      return;
-    }
+    if (fault?.drop) return void req.socket.destroy();
     if (fault?.raw) return await sendVerbatim(res, fault.raw);
     if (fault?.status) {
       return send(res, fault.status, {
@@ -593,8 +586,7 @@ export class FakeOpenViking {
           : url.pathname.endsWith("/messages")
           ? 1
           : 0;
-        req.socket.destroy();
-        return;
+        return void req.socket.destroy();
       }
       record.answered = true;
       if (url.pathname === "/health") return send(res, 200, result);
@@ -849,28 +841,24 @@ export class FakeOpenViking {
     const m = /^\/api\/v1\/sessions\/([^/]+)(\/messages(?:\/batch)?|\/commit)?$/.exec(p);
     if (m && method === "POST") {
       const id = decodeURIComponent(m[1]);
-      if (m[2] === "/messages") {
-        const msg = validateMessage(body);
-        const s = this.session(id, true);
-        s.messages.push(msg);
-        return { session_id: id, message_count: s.messages.length, pending_tokens: pendingTokens(s) };
-      }
-      if (m[2] === "/messages/batch") {
-        if (this.options.noBatch) throw new HttpError(this.options.noBatch, "NOT_FOUND", "Not Found");
-        const b = requireObject(body);
-        if (!Array.isArray(b.messages)) {
-          throw new HttpError(400, "INVALID_ARGUMENT", "messages must be a list");
+      if (m[2]?.startsWith("/messages")) {
+        const batch = m[2] === "/messages/batch";
+        if (batch && this.options.noBatch) {
+          throw new HttpError(this.options.noBatch, "NOT_FOUND", "Not Found");
         }
-        if (b.messages.length > 100) throw new HttpError(400, "INVALID_ARGUMENT", "at most 100 messages");
-        const msgs = b.messages.map(validateMessage);
+        const list = batch ? requireObject(body).messages : [body];
+        if (!Array.isArray(list)) throw new HttpError(400, "INVALID_ARGUMENT", "messages must be a list");
+        if (list.length > 100) throw new HttpError(400, "INVALID_ARGUMENT", "at most 100 messages");
+        const msgs = list.map(validateMessage);
         const s = this.session(id, true);
         s.messages.push(...msgs);
-        const count = {
+        const added = batch ? { added: msgs.length } : {};
+        return {
+          session_id: id,
           message_count: s.messages.length,
-          added: msgs.length,
+          ...added,
           pending_tokens: pendingTokens(s),
         };
-        return { session_id: id, ...count };
       }
       if (m[2] === "/commit") {
         if (body !== undefined) requireObject(body);
@@ -885,23 +873,17 @@ export class FakeOpenViking {
         const n = String(s.commits).padStart(3, "0");
         const archive = `viking://user/default/sessions/${id}/history/archive_${n}`;
         const diffUri = `${archive}/memory_diff.json`;
-        const done = this.taskOutcome === "completed";
+        const [status, now] = [this.taskOutcome, Date.now() / 1000];
+        const extracted = { memories_extracted: { memory_write: this.memoryAdds.length } };
+        const result = { session_id: id, archive_uri: archive, ...extracted, memory_diff_uri: diffUri };
+        const [done, error] = [status === "completed", status === "failed" ? this.taskError : null];
+        const task = { task_id: taskId, task_type: "session_commit", status, resource_id: id } as const;
         this.tasks.set(taskId, {
-          task_id: taskId,
-          task_type: "session_commit",
-          status: this.taskOutcome,
-          resource_id: id,
-          created_at: Date.now() / 1000,
-          updated_at: Date.now() / 1000,
-          result: done
-            ? {
-              session_id: id,
-              archive_uri: archive,
-              memories_extracted: { memory_write: this.memoryAdds.length },
-              memory_diff_uri: diffUri,
-            }
-            : null,
-          error: this.taskOutcome === "failed" ? this.taskError : null,
+          ...task,
+          created_at: now,
+          updated_at: now,
+          result: done ? result : null,
+          error,
         });
         const operations = { adds: this.memoryAdds, updates: [], deletes: [] };
         if (done) this.files.set(diffUri, JSON.stringify({ archive_uri: archive, operations }));

@@ -51,7 +51,8 @@ export async function enqueueCommit(pendingDir: string, sessionId: string, key: 
   return await (await SessionQueue.open(pendingDir, sessionId, undefined)).commit(key, now);
 }
 
-const QUEUE_FILE = /^\d{10}-(m\d+|c)(\.json|\.\d+\.claim)$/;
+/** The name of one of our queue entries (or a replay's claim of one). */
+export const QUEUE_FILE = /^\d{10}-(m\d+|c)(\.json|\.\d+\.claim)$/;
 
 /** Keeps messages (or the commit named `commit`) of `sessionId` in the rejected place, refused `why`. */
 export async function keepRefused(

@@ -64,29 +64,38 @@ interface ProcessOptions {
   timeoutMs?: number;
 }
 
+/** Starts `command args`, feeds it `stdin` and closes it (none: stdin is /dev/null); its output `output`. */
+export async function spawnFed(
+  command: string,
+  args: string[],
+  options: ProcessOptions,
+  output: "piped" | "null" = "piped",
+): Promise<Deno.ChildProcess> {
+  const { env, clearEnv, cwd, stdin, timeoutMs } = options;
+  const child = new Deno.Command(command, {
+    args,
+    env,
+    clearEnv,
+    cwd,
+    stdin: stdin === undefined ? "null" : "piped",
+    stdout: output,
+    stderr: output,
+    signal: timeoutMs ? AbortSignal.timeout(timeoutMs) : undefined,
+  }).spawn();
+  if (stdin === undefined) return child;
+  const w = child.stdin.getWriter();
+  await w.write(typeof stdin === "string" ? new TextEncoder().encode(stdin) : stdin).catch(() => {});
+  await w.close().catch(() => {});
+  return child;
+}
+
 /** Runs `command args` to its end, feeding `stdin`; its exit code and decoded output. */
 export async function runProcess(
   command: string,
   args: string[],
   options: ProcessOptions = {},
 ): Promise<RunResult> {
-  const child = new Deno.Command(command, {
-    args,
-    env: options.env,
-    clearEnv: options.clearEnv,
-    cwd: options.cwd,
-    stdin: options.stdin === undefined ? "null" : "piped",
-    stdout: "piped",
-    stderr: "piped",
-    signal: options.timeoutMs ? AbortSignal.timeout(options.timeoutMs) : undefined,
-  }).spawn();
-  if (options.stdin !== undefined) {
-    const w = child.stdin.getWriter();
-    const bytes = typeof options.stdin === "string" ? new TextEncoder().encode(options.stdin) : options.stdin;
-    await w.write(bytes).catch(() => {});
-    await w.close().catch(() => {});
-  }
-  const out = await child.output();
+  const out = await (await spawnFed(command, args, options)).output();
   const dec = new TextDecoder();
   return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
 }
@@ -112,17 +121,6 @@ export async function startCli(
   stdin: string,
   timeoutMs = 120_000,
 ): Promise<Deno.ChildProcess> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [...(await cliArgs()), ...args],
-    env: { ...denoEnv(), ...env },
-    clearEnv: true,
-    stdin: "piped",
-    stdout: "null",
-    stderr: "null",
-    signal: AbortSignal.timeout(timeoutMs),
-  }).spawn();
-  const w = child.stdin.getWriter();
-  await w.write(new TextEncoder().encode(stdin));
-  await w.close();
-  return child;
+  const options = { env: { ...denoEnv(), ...env }, clearEnv: true, stdin, timeoutMs };
+  return await spawnFed(Deno.execPath(), [...(await cliArgs()), ...args], options, "null");
 }
