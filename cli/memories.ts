@@ -3,7 +3,7 @@
 import { neutralize, reportJson } from "../lib/neutralize.ts";
 import { type Advice, adviceFor, isRootKeyRefusal } from "../openviking/advice.ts";
 import { loadConfig } from "../openviking/config.ts";
-import { createClient, type OvFailure } from "../openviking/client.ts";
+import { createClient, isNotFound, type OvFailure } from "../openviking/client.ts";
 import { resolvePeer } from "../openviking/peer.ts";
 import { dirName, isAbsolutePath, joinPath, ledgerDir, orNoHome, processEnv } from "../lib/paths.ts";
 import { commandName, invocationCwd, workspaceDir } from "../lib/self.ts";
@@ -170,7 +170,7 @@ export async function memoriesCommand(
       const fix = `\`${commandName(env)} memories forget ${uri}\` still forgets it`;
       return stop(1, `${uri} is too large to show (${s.error.message})`, fix, s.kind);
     }
-    return inspect.isNotFound(s)
+    return isNotFound(s)
       ? stop(EXIT_NO_MEMORY, `${uri}: the server has no memory there; ${list}`, "", "no-memory")
       : failed(s, "read", uri);
   }
@@ -203,7 +203,7 @@ export async function memoriesCommand(
     if (typeof pack === "string") return stop(2, `${pack}; nothing was imported`);
     const before = await inspect.exportMemories(slow);
     const had = before instanceof Uint8Array;
-    if (!had && !inspect.isNotFound(before)) {
+    if (!had && !isNotFound(before)) {
       return failed(before, "export", MEMORIES, "; nothing was imported");
     }
     const stamp = new Date(now).toISOString().replace(/[:.]/g, "-");

@@ -17,10 +17,6 @@ export function pluginRoot(env: Env): string | undefined {
   return root && isAbsolutePath(root) ? root : undefined;
 }
 
-/** MCP tool name prefix under which Kimi exposes our server in the mode `pluginRootDir` says. */
-export const mcpToolPrefix = (pluginRootDir: string | undefined): string =>
-  pluginRootDir ? PLUGIN_TOOL_PREFIX : CONFIG_TOOL_PREFIX;
-
 /** The system-prompt file of the plugin this hook runs from, or undefined in config mode. */
 export function systemPromptFile(env: Env): string | undefined {
   const root = pluginRoot(env);

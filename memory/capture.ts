@@ -174,11 +174,17 @@ export async function waitForTurnEnd(
 /** Turns planned and sent per step, each step recorded before the next. */
 const TURNS_PER_STEP = 200;
 
-/** What a run under the session lock sends and records with. */
-type Locked = { ctx: HookContext; mode: CaptureMode; client: OpenVikingClient; save: SaveState };
+/** What a run under the session lock sends and records with, and its report. */
+type Locked = {
+  ctx: HookContext;
+  mode: CaptureMode;
+  client: OpenVikingClient;
+  save: SaveState;
+  report: CaptureReport;
+};
 
 /** One capture under the session lock: `captured`, the indexes of the turns it settled; `kept`, the kept prompts. */
-type Run = Locked & { journal: string; scan: Scan; planOptions: PlanOptions; report: CaptureReport } & {
+type Run = Locked & { journal: string; scan: Scan; planOptions: PlanOptions } & {
   captured: Set<number>;
   kept: FallbackPrompt[];
 };
@@ -295,8 +301,11 @@ const openQueue = async (run: Run) =>
   await SessionQueue.open(run.ctx.pendingDir, run.ctx.ovSessionId, await destinationFor(run.client.options))
     .catch(() => undefined);
 
-/** Replays the session's queue first (turns stay in order), then opens it for this run; `backlog`: some still wait. */
-async function replayBacklog(run: Run): Promise<{ backlog: boolean; queue?: SessionQueue }> {
+/** How a run's messages go: the session's queue opened, and only to it (`queueOnly`) while some of it waits. */
+type Sending = { queueOnly: boolean; queue?: SessionQueue };
+
+/** Replays the session's queue first (turns stay in order), then opens it for this run. */
+async function replayBacklog(run: Run): Promise<Sending> {
   const { ctx } = run;
   if (await hasUnsent(ctx.pendingDir, ctx.ovSessionId)) {
     const [budget, sessionId] = [run.mode.budget, ctx.ovSessionId];
@@ -304,7 +313,7 @@ async function replayBacklog(run: Run): Promise<{ backlog: boolean; queue?: Sess
     run.report.backlog = await replayQueue(ctx.pendingDir, run.client, bounds);
   }
   const queue = await openQueue(run);
-  return { backlog: queue ? queue.waiting : await hasUnsent(ctx.pendingDir, ctx.ovSessionId), queue };
+  return { queueOnly: queue ? queue.waiting : await hasUnsent(ctx.pendingDir, ctx.ovSessionId), queue };
 }
 
 /** Adds one send to the report; the first failure names the cause. */
@@ -322,13 +331,10 @@ function noteSent(report: CaptureReport, sent: SendReport): void {
   if (sent.stoppedBy) report.cause = { kind: "local", status: 0, message: sent.stoppedBy.message };
 }
 
+type Sent = SendReport & { recorded?: SessionState };
+
 /** Sends one step, recording the intent before and the progress after each request; `recorded`: the last saved. */
-async function sendStep(
-  run: Run,
-  base: SessionState,
-  plan: Plan,
-  queue: { queueOnly: boolean; queue?: SessionQueue },
-): Promise<SendReport & { recorded?: SessionState }> {
+async function sendStep(run: Run, base: SessionState, plan: Plan, sending: Sending): Promise<Sent> {
   let recorded: SessionState | undefined;
   const save = async (state: SessionState) => {
     await run.save(state);
@@ -337,7 +343,7 @@ async function sendStep(
   const sent = await sendMessages(run.client, run.ctx.ovSessionId, plan.toSend.map((x) => x.payload), {
     budget: run.mode.budget,
     pendingDir: run.ctx.pendingDir,
-    ...queue,
+    ...sending,
     beforeRequest: async (from, to, askFrom) =>
       await save({
         ...(from > 0 ? await stateAfter(run, base, plan, from) : base),
@@ -352,33 +358,31 @@ async function sendStep(
   return { ...sent, recorded };
 }
 
-/** Plans, sends and records steps while time is left; `stopped`: something unsettled. */
-async function sendSteps(
-  run: Run,
-  start: SessionState,
-  queueOnly: boolean,
-  queue: SessionQueue | undefined,
-): Promise<{ state: SessionState; stopped: boolean; queueOnly: boolean }> {
+type Stepped = { state: SessionState; stopped: boolean };
+
+/** Plans, sends and records steps while time is left (queue only once one queued); `stopped`: something unsettled. */
+async function sendSteps(run: Run, start: SessionState, sending: Sending): Promise<Stepped> {
   let state = start;
   for (;;) {
     const plan = planFrom(run, state);
-    if (!plan.turns.length) return { state, stopped: false, queueOnly };
+    if (!plan.turns.length) return { state, stopped: false };
     run.report.steps++;
     run.report.planned += plan.toSend.length;
     run.report.skipped += plan.skipped.length;
     run.report.remember ||= asksToRemember(plan.toSend.map((c) => c.payload));
-    const sent = await sendStep(run, state, plan, { queueOnly, queue });
+    const sent = await sendStep(run, state, plan, sending);
     noteSent(run.report, sent);
     for (const c of plan.toSend.slice(0, sent.acked)) run.captured.add(c.turnIndex);
     run.report.turns = run.captured.size;
     // A save failed: go on from what is on disk, so a smaller write that still fits (`ulimit -f`) never erases
     // the intent of a request that went out (its messages would be sent again).
-    if (sent.stoppedBy) return { state: sent.recorded ?? state, stopped: true, queueOnly };
-    if (sent.queued > 0) queueOnly = true;
+    if (sent.stoppedBy) return { state: sent.recorded ?? state, stopped: true };
+    if (sent.queued > 0) sending.queueOnly = true;
     state = await stateAfter(run, state, plan, sent.acked);
-    if (sent.acked < plan.toSend.length) return { state, stopped: true, queueOnly };
-    if (plan.turns.length < TURNS_PER_STEP) return { state, stopped: false, queueOnly };
-    if (run.mode.budget.remaining() < MIN_COMMIT_MS) return { state, stopped: false, queueOnly };
+    if (sent.acked < plan.toSend.length) return { state, stopped: true };
+    if (plan.turns.length < TURNS_PER_STEP || run.mode.budget.remaining() < MIN_COMMIT_MS) {
+      return { state, stopped: false };
+    }
     await run.save(state);
   }
 }
@@ -396,8 +400,8 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
     return start;
   }
   const settled = await settleInflight(run, recovered);
-  const { backlog, queue } = await replayBacklog(run);
-  const steps = await sendSteps(run, settled, backlog, queue);
+  const sending = await replayBacklog(run);
+  const steps = await sendSteps(run, settled, sending);
   let state = steps.state;
   const left = run.scan.turns.turns.filter((t) => t.index >= state.ackedBelow);
   report.left = left.filter((t) => t.closed || run.planOptions.includeOpen).length;
@@ -405,14 +409,7 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
   const unsettled = steps.stopped ? [] : duePrompts(run.kept, state);
   const held = carried(unsettled, run.scan.turns.turns, keptOptions(run, state));
   const due = unsettled.filter((p) => !held.includes(p) && Date.now() - p.at >= SETTLE_MS);
-  state = await sendKeptAndCommit(
-    run,
-    state,
-    due,
-    report,
-    { queueOnly: steps.queueOnly, queue },
-    steps.stopped,
-  );
+  state = await sendKeptAndCommit(run, state, due, sending, steps.stopped);
   const [at, event, { sent, queued, rejected, cause, commit, taskId }] = [Date.now(), ctx.event, report];
   const lastCapture = { at, event, sent, queued, rejected, cause, commit, taskId };
   return { ...state, lastCaptureAt: at, lastCaptureEvent: event, lastCapture };
@@ -450,27 +447,17 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
   const client = await clientUnlessSilent(ctx, mode.budget);
   const res = await updateState(ctx.capturePaths, async (loaded, save) => {
     const start = ownCursor(await settling(loaded, ctx), journal);
-    const s = await scanFrom(journal, start.cursor);
-    const newest = s.turns.turns.at(-1);
+    const scan = await scanFrom(journal, start.cursor);
+    const newest = scan.turns.turns.at(-1);
     const planOptions: PlanOptions = {
       maxLength: ctx.config.captureMaxLength,
       redact: ctx.config.redact,
       includeOpen: mode.force && !(newest && !newest.closed && newest.startOffset >= forceLimit),
       maxTurns: TURNS_PER_STEP,
     };
-    const report = emptyReport({ journal, s, waited });
-    const more = { captured: new Set<number>(), kept: await keptPrompts(ctx) };
-    const run: Run = {
-      ctx,
-      mode: lockedMode(mode),
-      client,
-      journal,
-      scan: s,
-      planOptions,
-      report,
-      save,
-      ...more,
-    };
+    const [report, kept] = [emptyReport({ journal, s: scan, waited }), await keptPrompts(ctx)];
+    const locked = { ctx, client, save, report, mode: lockedMode(mode) };
+    const run: Run = { ...locked, journal, scan, planOptions, kept, captured: new Set() };
     return { state: await captureLocked(run, start), value: report };
   }, { waitMs: mode.lockWaitMs, durable: true });
   if (!res.acquired) return { outcome: "lock-timeout", data: { journal } };
@@ -509,11 +496,10 @@ async function sendKeptAndCommit(
   locked: Locked,
   start: SessionState,
   due: FallbackPrompt[],
-  report: CaptureReport,
-  queue: { queueOnly: boolean; queue?: SessionQueue },
+  sending: Sending,
   stopped = false,
 ): Promise<SessionState> {
-  const { ctx, client, mode, save } = locked;
+  const { ctx, client, mode, save, report } = locked;
   const settled = (acked: number): SessionState => {
     const keys = due.slice(0, acked).map((p) => fallbackKey(p.text, p.at));
     const lastAckedKey = keys.at(-1) ?? start.lastAckedKey;
@@ -525,7 +511,7 @@ async function sendKeptAndCommit(
     const prints = new Set(ctx.config.redact ? start.secretPrints : []); // kept before a capture learned them
     const messages = due.map((p) => ({ role: "user" as const, content: redact(p.text, undefined, prints) }));
     const sent = await sendMessages(client, ctx.ovSessionId, messages, {
-      ...{ budget: mode.budget, pendingDir: ctx.pendingDir, ...queue },
+      ...{ budget: mode.budget, pendingDir: ctx.pendingDir, ...sending },
       onAcked: async (acked) => await save(settled(acked)),
     });
     noteSent(report, sent);
@@ -533,7 +519,7 @@ async function sendKeptAndCommit(
     report.remember ||= asksToRemember(messages);
   }
   if (stopped) return state;
-  const done = await commitIfDue(locked, state, report, queue.queue);
+  const done = await commitIfDue(locked, state, report, sending.queue);
   report.commit = done.commit;
   if (done.taskId) report.taskId = done.taskId;
   return done.state;
@@ -554,8 +540,8 @@ async function captureFromPrompts(
     const due = duePrompts(kept, state).filter((p) => Date.now() - p.at >= minAgeMs);
     if (!due.length) return { value: report };
     const queueOnly = await hasUnsent(ctx.pendingDir, ctx.ovSessionId);
-    const locked = { ctx, client, mode: lockedMode(waiting), save };
-    const after = await sendKeptAndCommit(locked, state, due, report, { queueOnly });
+    const locked = { ctx, client, mode: lockedMode(waiting), save, report };
+    const after = await sendKeptAndCommit(locked, state, due, { queueOnly });
     return { state: after, value: { ...report, turns: report.fallback } };
   }, { waitMs: waiting.lockWaitMs, durable: true });
   if (!res.acquired) return { outcome: "lock-timeout", data: { reason } };

@@ -91,19 +91,13 @@ export async function clientUnlessSilent(ctx: HookContext, budget: Budget): Prom
   let asked = silence.get(ctx.config.baseUrl);
   if (!asked || Date.now() - asked.at > SILENCE_KEPT_MS) {
     const health = client.request("GET", "/health", AnyResult, { timeoutMs: SILENT_HEALTH_MS, budget });
-    const since = new Date(b.since).toISOString();
-    asked = {
-      at: Date.now(),
-      why: health.then((h) =>
-        h.ok || h.kind !== "unreachable" ? undefined : {
-          ...h,
-          error: {
-            ...h.error,
-            message: `${h.error.message}; memory is paused for it since ${since}: not asked, queued`,
-          },
-        }
-      ),
-    };
+    const paused = `memory is paused for it since ${new Date(b.since).toISOString()}: not asked, queued`;
+    const why = health.then((h) =>
+      h.ok || h.kind !== "unreachable"
+        ? undefined
+        : { ...h, error: { ...h.error, message: `${h.error.message}; ${paused}` } }
+    );
+    asked = { at: Date.now(), why };
     silence.set(ctx.config.baseUrl, asked);
   }
   const down = await asked.why;

@@ -1,7 +1,7 @@
 /** The extraction alarm (commits that make no memory, again and again), and what each workspace's commits made. */
 
 import * as z from "zod/mini";
-import type { Budget, OpenVikingClient } from "../openviking/client.ts";
+import { type Budget, type OpenVikingClient, readContent } from "../openviking/client.ts";
 import { originOf } from "../openviking/config.ts";
 import { parseJsonOrUndefined, readJson, writeFileAtomic } from "../lib/fs.ts";
 import { asRecord, isRecord } from "../lib/parsed.ts";
@@ -67,7 +67,7 @@ export async function memoriesOf(
 ): Promise<string[] | null> {
   const uri = asRecord(task.result).memory_diff_uri;
   if (typeof uri !== "string") return [];
-  const read = await client.request("GET", "/api/v1/content/read", z.string(), { query: { uri }, budget });
+  const read = await readContent(client, uri, { budget });
   return read.ok ? Object.values(diffChanges(read.result)).flat() : null;
 }
 

@@ -2,7 +2,8 @@
 
 import type { MemoryTool } from "./tools.ts";
 import type { HookContext, HookResult } from "./context.ts";
-import { mcpToolPrefix, pluginRoot } from "../kimi/plugin-root.ts";
+import { pluginRoot } from "../kimi/plugin-root.ts";
+import { type InstallMode, toolName } from "./instructions.ts";
 
 /** In decoded text: the scheme, not ending a longer word (`openviking:`), a slash or more, a path to a control. */
 const VIKING_URI = /(?<![\p{L}\p{N}_+.-])viking:\/+([^\s"'`<>)\p{Cc}\p{Cf}]*)/iu;
@@ -41,18 +42,18 @@ export function findVikingUri(input: unknown, depth = 0): string {
   return "";
 }
 
-/** The deny reason for a file tool called with a viking:// URI. */
-export function guardMessage(toolName: string, uri: string, prefix: string): string {
-  const tool = toolName.toLowerCase();
-  const [name, example]: [MemoryTool, string] = tool === "glob"
-    ? ["glob", `glob(pattern="**/*.md", uri="${uri}")`]
+/** The deny reason for file tool `fileTool` called with a viking:// URI, naming memory's tool as `mode` does. */
+export function guardMessage(fileTool: string, uri: string, mode: InstallMode): string {
+  const tool = fileTool.toLowerCase();
+  const [name, args]: [MemoryTool, string] = tool === "glob"
+    ? ["glob", `(pattern="**/*.md", uri="${uri}")`]
     : tool === "grep"
-    ? ["grep", `grep(uri="${uri}", pattern="<text>")`]
-    : ["read", `read(uris="${uri}")`];
+    ? ["grep", `(uri="${uri}", pattern="<text>")`]
+    : ["read", `(uris="${uri}")`];
   return [
     "viking:// URIs are OpenViking virtual paths, not local filesystem paths.",
-    `Use the OpenViking MCP tool ${prefix}${name} instead.`,
-    `Example: ${prefix}${example}`,
+    `Use the OpenViking MCP tool ${toolName(mode, name)} instead.`,
+    `Example: ${toolName(mode, name)}${args}`,
   ].join("\n");
 }
 
@@ -60,7 +61,7 @@ export function guardMessage(toolName: string, uri: string, prefix: string): str
 export function preToolUse(ctx: HookContext): Promise<HookResult> {
   const uri = findVikingUri(ctx.input.tool_input);
   if (!uri) return Promise.resolve({ outcome: "allow" });
-  const reason = guardMessage(ctx.input.tool_name ?? "Read", uri, mcpToolPrefix(pluginRoot(ctx.env)));
+  const reason = guardMessage(ctx.input.tool_name ?? "Read", uri, pluginRoot(ctx.env) ? "plugin" : "config");
   const output = { hookSpecificOutput: { permissionDecision: "deny", permissionDecisionReason: reason } };
   return Promise.resolve({
     stdout: `${JSON.stringify(output)}\n`,

@@ -105,12 +105,8 @@ async function commitIfIdle(ctx: HookContext, file: string, idle: Idle, budget: 
     if (outcome.kind === "failed") return { value: "failed" };
     // In the session's ledger as a capture of no turns that committed: `status` lists the commit.
     const taskId = outcome.kind === "committed" ? outcome.taskId : undefined;
-    await recordRun(
-      otherSession(ctx, file, s.ovSession),
-      { outcome: "captured", data: { commit: outcome.kind, taskId } },
-      at,
-      "idle",
-    );
+    const run = { outcome: "captured", data: { commit: outcome.kind, taskId } };
+    await recordRun(otherSession(ctx, file, s.ovSession), run, at, "idle");
     return { state: ours(s) ? { ...state, inflight: undefined } : state, value: "done" };
   }, { waitMs: 0, durable: true, makeDir: false }).catch(() => ({
     acquired: true as const,

@@ -1,7 +1,14 @@
 /** What OpenViking remembers: memory roots, list and find, one shown with its origins, forget, `.ovpack` export/import. */
 
 import * as z from "zod/mini";
-import { failure, type OpenVikingClient, type OvFailure, type OvResponse } from "../openviking/client.ts";
+import {
+  failure,
+  isNotFound,
+  type OpenVikingClient,
+  type OvFailure,
+  type OvResponse,
+  readContent,
+} from "../openviking/client.ts";
 import { asRecord, isRecord, tolerant } from "../lib/parsed.ts";
 import { parseJsonOrUndefined } from "../lib/fs.ts";
 import { type LedgerEntry, readLedger, REPLAY_FILE } from "./ledger.ts";
@@ -114,41 +121,37 @@ export type Listing = {
   templates?: string[];
 };
 
-/** Every memory of `roots` (a root the server has no folder for yet holds none), newest first. */
-export async function listMemories(client: OpenVikingClient, roots: readonly Root[]): Promise<Listing> {
+/** A root's memories, or the failure (`isNotFound` of a tree: a root the server has no folder for yet, none). */
+type Ask = (root: Root) => Promise<OvResponse<Listed[]>>;
+
+/** The memories of `roots` by `ask`, ranked, the seeded files nothing has filled in yet set aside; `texts`: read each. */
+async function listing(
+  client: OpenVikingClient,
+  roots: readonly Root[],
+  ask: Ask,
+  texts: boolean,
+): Promise<Listing> {
   const out: Listing = { memories: [], failures: [] };
-  out.memories = (await Promise.all(roots.map(async (root) => {
-    const res = await client.request("GET", "/api/v1/fs/tree", Entries, {
-      query: { uri: root.uri, output: "original", level_limit: 10, node_limit: 5000 },
-      maxReplyBytes: 16 << 20,
-    });
-    if (!res.ok && !isNotFound(res)) out.failures.push({ root, failure: res });
-    return res.ok ? memoriesOfTree(root, res.result) : [];
-  }))).flat();
-  const texts = await inEights(
-    out.memories.map((m) => m.uri),
-    (uri) => read(client, uri, seeded(uri) ? undefined : 6),
-  );
-  texts.forEach((t, i) => t.ok && t.result.trim() && (out.memories[i].text = t.result.trim()));
-  return templatesAside(out, texts.map((t) => t.ok ? t.result : undefined));
+  const found = await Promise.all(roots.map(async (root) => {
+    const res = await ask(root);
+    if (!res.ok && !(texts && isNotFound(res))) out.failures.push({ root, failure: res });
+    return res.ok ? res.result : [];
+  })); // in the roots' order, whichever answers first
+  const memories = found.flat();
+  const read = await inEights(memories, async (m) => {
+    if (!texts && !seeded(m.uri)) return undefined;
+    const t = await readContent(client, m.uri, { lines: seeded(m.uri) ? undefined : 6 });
+    if (t.ok && texts && t.result.trim()) m.text = t.result.trim();
+    return t.ok ? t.result : undefined;
+  });
+  const unfilled = memories.filter((m, i) => read[i] !== undefined && isUnfilledTemplate(m.uri, read[i]));
+  out.templates = unfilled.map((m) => m.uri);
+  out.memories = memories.filter((m) => !unfilled.includes(m)).sort(byRank);
+  return out;
 }
 
 /** Whether `uri` is named as a file the server seeds. */
 const seeded = (uri: string) => uri.slice(uri.lastIndexOf("/") + 1) in SEEDED;
-
-/** `out` ranked, the seeded files nothing has filled in yet moved to its templates (`texts[i]`: memory i's, read). */
-function templatesAside(out: Listing, texts: (string | undefined)[]): Listing {
-  const unfilled = out.memories.filter((m, i) =>
-    texts[i] !== undefined && isUnfilledTemplate(m.uri, texts[i])
-  );
-  out.templates = unfilled.map((m) => m.uri);
-  out.memories = out.memories.filter((m) => !unfilled.includes(m)).sort(byRank);
-  return out;
-}
-
-/** `uri`'s text (its first `lines`, or all). */
-const read = (client: OpenVikingClient, uri: string, lines?: number) =>
-  client.request("GET", "/api/v1/content/read", z.string(), { query: { uri, limit: lines } });
 
 /** `ask` of every item, eight at a time, in order. */
 async function inEights<T, R>(items: readonly T[], ask: (item: T) => Promise<R>): Promise<R[]> {
@@ -156,6 +159,16 @@ async function inEights<T, R>(items: readonly T[], ask: (item: T) => Promise<R>)
   for (let i = 0; i < items.length; i += 8) out.push(...await Promise.all(items.slice(i, i + 8).map(ask)));
   return out;
 }
+
+/** Every memory of `roots` (a root the server has no folder for yet holds none), newest first. */
+export const listMemories = (client: OpenVikingClient, roots: readonly Root[]): Promise<Listing> =>
+  listing(client, roots, async (root) => {
+    const res = await client.request("GET", "/api/v1/fs/tree", Entries, {
+      query: { uri: root.uri, output: "original", level_limit: 10, node_limit: 5000 },
+      maxReplyBytes: 16 << 20,
+    });
+    return res.ok ? { ...res, result: memoriesOfTree(root, res.result) } : res;
+  }, true);
 
 const Hit = z.looseObject({
   uri: z.string(),
@@ -165,33 +178,21 @@ const Hit = z.looseObject({
 const Found = z.looseObject({ memories: z.catch(z.array(z.catch(z.nullable(Hit), null)), []) });
 
 /** The memories of `roots` that find has for `query`, best first, find's abstract as their text. */
-export async function searchMemories(
+export const searchMemories = (
   client: OpenVikingClient,
   roots: readonly Root[],
   query: string,
-): Promise<Listing> {
-  const out: Listing = { memories: [], failures: [] };
-  const found: Listed[][] = roots.map(() => []); // in the roots' order, whichever answers first
-  await Promise.all(roots.map(async (root, i) => {
+): Promise<Listing> =>
+  listing(client, roots, async (root) => {
     const res = await client.request("POST", "/api/v1/search/find", Found, {
       body: { query, target_uri: root.uri, limit: 50, score_threshold: 0 },
     });
-    if (!res.ok) return void out.failures.push({ root, failure: res });
-    found[i] = res.result.memories.flatMap((h) =>
+    const hits = res.ok ? res.result.memories : [];
+    const memories = hits.flatMap((h) =>
       h && isMemoryUri(h.uri) ? [listed(root, h.uri, h.abstract || nameOf(h.uri), 0, h.score)] : []
     );
-  }));
-  out.memories = found.flat();
-  const texts = await inEights(out.memories, async (m) => {
-    if (!seeded(m.uri)) return undefined;
-    const t = await read(client, m.uri);
-    return t.ok ? t.result : undefined;
-  });
-  return templatesAside(out, texts);
-}
-
-/** Whether a failure is the server saying the thing asked for is not there. */
-export const isNotFound = (f: OvFailure): boolean => f.status === 404 && f.kind !== "missing-route";
+    return res.ok ? { ...res, result: memories } : res;
+  }, false);
 
 /** The memory diffs of the user's sessions, newest first, at most 100 (where a memory came from). */
 async function diffUris(client: OpenVikingClient): Promise<string[] | OvFailure> {
@@ -227,18 +228,13 @@ async function provenanceOf(
   const at = asRecord(parseJsonOrUndefined(diff)).extracted_at;
   if (typeof at === "string") out.extractedAt = at;
   if (session.startsWith(SESSION_PREFIX)) out.kimiSession = session.slice(SESSION_PREFIX.length);
-  const archiveRoute = `/api/v1/sessions/${encodeURIComponent(session)}/archives/${
-    encodeURIComponent(archiveId)
-  }`;
+  const route = `/api/v1/sessions/${encodeURIComponent(session)}/archives/${encodeURIComponent(archiveId)}`;
   const [tasks, held] = await Promise.all([
     client.request("GET", "/api/v1/tasks", Tasks, { query: { resource_id: session, limit: 200 } }),
-    client.request("GET", archiveRoute, Archive, { peerId: null, maxReplyBytes: 16 << 20 }),
+    client.request("GET", route, Archive, { peerId: null, maxReplyBytes: 16 << 20 }),
   ]);
-  if (held.ok) {
-    out.turns = [
-      ...new Set(held.result.messages.map((m) => asRecord(m).turn_id).filter((t) => typeof t === "string")),
-    ];
-  }
+  const turnIds = held.ok ? held.result.messages.map((m) => asRecord(m).turn_id) : [];
+  out.turns = [...new Set(turnIds.filter((t) => typeof t === "string"))];
   const task = tasks.ok &&
     tasks.result.filter(isRecord).find((t) => asRecord(t.result).archive_uri === archive);
   if (task && typeof task.task_id === "string") out.taskId = task.task_id;
@@ -269,13 +265,13 @@ export async function showMemory(
   uri: string,
   ledgerDir: string,
 ): Promise<Shown | OvFailure> {
-  const [memory, diffs] = await Promise.all([read(client, uri), diffUris(client)]);
+  const [memory, diffs] = await Promise.all([readContent(client, uri), diffUris(client)]);
   if (!memory.ok) return memory;
   const shown: Shown = { uri, text: memory.result, origins: [], diffsRead: 0 };
   if (!Array.isArray(diffs)) {
     return { ...shown, unknown: `the sessions' memory diffs: ${diffs.error.message}` };
   }
-  const texts = await inEights(diffs, (d) => read(client, d));
+  const texts = await inEights(diffs, (d) => readContent(client, d));
   for (const [i, t] of texts.entries()) {
     const change = t.ok ? changeIn(t.result, uri) : undefined;
     if (t.ok) shown.diffsRead++;
@@ -288,7 +284,7 @@ export async function showMemory(
 export async function forgetMemory(client: OpenVikingClient, uri: string): Promise<
   { ok: true; text?: string } | { ok: false; gone: true } | OvFailure & { during: "read" | "delete" }
 > {
-  const memory = await read(client, uri);
+  const memory = await readContent(client, uri);
   if (!memory.ok && memory.kind !== "too-large") {
     return isNotFound(memory) ? { ok: false, gone: true } : { ...memory, during: "read" };
   }

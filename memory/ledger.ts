@@ -100,14 +100,17 @@ export const REPLAY_FILE = "_replay";
 const LEDGER_LIMITS = { ledgerMaxBytes: 8 * 1024 * 1024, ledgerMaxAgeDays: 30 };
 type LedgerLimits = typeof LEDGER_LIMITS;
 
+/** The server and identity a run's writes go to. */
+type Writer = Pick<Config, "baseUrl" | "account" | "user">;
+
 /** The origin of the writes made with `config`. */
-export const originOf = (config: Pick<Config, "baseUrl" | "account" | "user">): Origin => ({
+export const originOf = (config: Writer): Origin => ({
   url: config.baseUrl,
   who: config.account || config.user ? `${config.account}/${config.user}` : "",
 });
 
 /** `entry` with the origin of its writes (a capture's or a replay's; a prompt writes nothing). */
-const stamped = (entry: LedgerEntry, config: Parameters<typeof originOf>[0]): LedgerEntry =>
+const stamped = (entry: LedgerEntry, config: Writer): LedgerEntry =>
   entry.kind === "prompt" ? entry : { ...entry, origin: originOf(config) };
 
 /** The bytes one session's file may hold. */
@@ -216,11 +219,11 @@ const PromptData = z.object({
   failure: Cause,
 });
 
+/** When a run started, and now. */
+type Timing = { startedAt: number; now: number };
+
 /** The replay entry of a replay's report, or undefined when it sent and met nothing (pure). */
-export function replayEntryOf(
-  report: unknown,
-  timing: { startedAt: number; now: number },
-): LedgerEntry | undefined {
+export function replayEntryOf(report: unknown, timing: Timing): LedgerEntry | undefined {
   const r = isRecord(report) ? report : {};
   // A capture's backlog report carries the client's failure as it is.
   const c = r.cause;
@@ -234,7 +237,7 @@ export function replayEntryOf(
 export function ledgerEntryOf(
   ctx: { event: string },
   result: HookResult,
-  timing: { startedAt: number; now: number },
+  timing: Timing,
 ): LedgerEntry | undefined {
   const base = { at: timing.startedAt, ms: timing.now - timing.startedAt };
   const data = result.data ?? {};
@@ -270,7 +273,7 @@ export function ledgerEntryOf(
 /** Appends a replay's entry to the replay ledger unless it sent and met nothing; false when it could not. */
 export async function recordReplay(
   env: Env,
-  config: Parameters<typeof originOf>[0],
+  config: Writer,
   report: unknown,
   startedAt: number,
 ): Promise<boolean> {

@@ -1,7 +1,7 @@
 /** The user's profile as the server has it: `profile.md` and the preference and entity memories (digest.ts prints it). */
 
 import * as z from "zod/mini";
-import type { Budget, OpenVikingClient, OvFailure } from "../openviking/client.ts";
+import { type Budget, type OpenVikingClient, type OvFailure, readContent } from "../openviking/client.ts";
 import { asRecord, tolerant } from "../lib/parsed.ts";
 import { redact } from "../lib/redact.ts";
 
@@ -75,11 +75,7 @@ export async function fetchProfile(
       budget,
     }).then((r) => (r.ok ? memoryLeaves(r.result) : []));
   const [profile, preferences, entities] = await Promise.all([
-    client.request("GET", "/api/v1/content/read", z.string(), {
-      query: { uri: `${base}/profile.md` },
-      budget,
-    })
-      .then((r) => (r.ok ? r.result : "")),
+    readContent(client, `${base}/profile.md`, { budget }).then((r) => (r.ok ? r.result : "")),
     listing("preferences"),
     listing("entities"),
   ]);

@@ -146,14 +146,10 @@ export async function injectionFor(
   req: InjectionRequest,
 ): Promise<Injection> {
   const ask = req.reuse === undefined && req.query.length >= c.minQueryLength && req.query.trim() !== "";
+  // The server takes only viking:// URIs as exclude_uris (an older version kept `text:` keys beside them).
+  const excludeUris = req.injected.filter((k) => k.startsWith("viking://"));
   const [recalled, asked] = await Promise.all([
-    // The server takes only viking:// URIs as exclude_uris (an older version kept `text:` keys beside them).
-    ask
-      ? recallForPrompt(client, c, {
-        ...req,
-        excludeUris: req.injected.filter((k) => k.startsWith("viking://")),
-      })
-      : Promise.resolve(req.reuse),
+    ask ? recallForPrompt(client, c, { ...req, excludeUris }) : Promise.resolve(req.reuse),
     req.profile ? fetchProfile(client, req.budget) : Promise.resolve(undefined),
   ]);
   const parts = asked && !("ok" in asked) ? asked : undefined;

@@ -325,6 +325,20 @@ export function createClient(
   };
 }
 
+/** The text of `uri` (its first `lines`, or all), or the failure (`isNotFound`: no such file). */
+export const readContent = (
+  client: OpenVikingClient,
+  uri: string,
+  o: { lines?: number; budget?: Budget } = {},
+) =>
+  client.request("GET", "/api/v1/content/read", z.string(), {
+    query: { uri, limit: o.lines },
+    budget: o.budget,
+  });
+
+/** Whether a failure is the server saying the thing asked for is not there. */
+export const isNotFound = (f: OvFailure): boolean => f.status === 404 && f.kind !== "missing-route";
+
 /** Whether the client's key may use memory's routes (a root key is refused there). */
 export function askDataAccess(client: OpenVikingClient): Promise<OvResponse<unknown>> {
   return client.request("GET", "/api/v1/fs/ls", AnyResult, {
