@@ -81,9 +81,12 @@ const KEY_AT = /-{0,2}(\\?["']?)([A-Za-z_][\w.-]*)\1\]?([ \t]*)(:=|=>|\?=|=|:)([
 /** An assignment's value: a quoted string on its line, else a run of value characters. */
 const VALUE = /\\"[^"\r\n]*\\"|"[^"\r\n]*"|'[^'\r\n]*'|`[^`\r\n]*`|(?:[^\s"'`,;&\\]|\\(?![nrt]))+/y;
 const OPENING_QUOTE = /^\\?["'`]/;
-/** The rest of a `.env` line; in a JSON string (after a `\n` escape), to the next escape or the string's end. */
+/** The rest of a spaced `.env` or ini line (`KEY = a b`); in a JSON string (after a `\n` escape), to the next escape or the string's end. */
 const LINE_REST = /[^\r\n]+/y;
 const ESCAPED_LINE_REST = /(?:[^\r\n\\"]|\\(?![nrt]))+/y;
+/** A `.env` line's value after a glued `=`: up to a blank, as the shell reads it (`KEY=v make test`). */
+const LINE_WORD = /\S+/y;
+const ESCAPED_LINE_WORD = /(?:[^\s\\"]|\\(?![nrt]))+/y;
 /** After a YAML block scalar's `|` or `>`: a comment, blank lines (group 1: a JSON escape), the indent. */
 const BLOCK_START = /(?:[ \t]+#[^\r\n\\]*)?(?:[ \t]*(?:\r?\n|((?:\\r)?\\n)))+[ \t]+/y;
 /** The words of a key name: `AWSSecretAccessKey`, `_authToken`, `DB_PASSWORD`, `x-api-key`. */
@@ -160,7 +163,12 @@ function redactAssignments(text: string, hide: Hide): string {
     const [head, , key, before, op, after] = m;
     const end = m.index + head.length;
     const line = op === "=" && !OPENING_QUOTE.test(text.slice(end, end + 2)) ? lineStart(text, m.index) : "";
-    const rest = line === "line" ? LINE_REST : line === "escaped" ? ESCAPED_LINE_REST : VALUE;
+    const spaced = before !== "" || after !== ""; // `KEY=a b` is the shell's: a blank ends the value
+    const rest = line === "line"
+      ? (spaced ? LINE_REST : LINE_WORD)
+      : line === "escaped"
+      ? (spaced ? ESCAPED_LINE_REST : ESCAPED_LINE_WORD)
+      : VALUE;
     let [at, value] = [end, (stickyAt(rest, text, end)?.[0] ?? "").trimEnd()];
     const scalar = /^[|>](?:[1-9][+-]?|[+-][1-9]?)?$/.test(value); // a block scalar, else a plain one below
     const block = op === ":" && (scalar || value === "" || value.startsWith("#"))
@@ -247,9 +255,9 @@ const PROSE_SECRETS: readonly [name: RegExp, of: RegExp, is: RegExp | null][] = 
   [/senha/, /de|do|da|para/, /é|era/],
   [/пароль|токен|ключ(?:[ \t]+API)?/, /от|для/, null],
 ];
-/** An unquoted value a sentence gives a secret's name (a plain word is not it: up to three of them qualify). */
+/** An unquoted value a sentence gives a secret's name (a plain word is not it: up to three of them qualify; `-field=password` is no sentence). */
 const SECRET_IN_PROSE_UNQUOTED = new RegExp(
-  String.raw`(?<![\p{L}\p{N}_])((?:${
+  String.raw`(?<![\p{L}\p{N}_=])((?:${
     PROSE_SECRETS.map(([name, of, is]) => {
       const verb = is ? String.raw`[ \t]+(?:${is.source})` : "";
       const qualifier = String.raw`[ \t]+(?:${of.source})(?:[ \t]+[^\s\\]+){1,3}?`;
@@ -516,6 +524,7 @@ const RULES: Readonly<Record<string, RegExp | [RegExp, Pick?] | Rule>> = {
   "resend-api-key": /\bre_(?=\w*\d)[A-Za-z0-9]{8}_[A-Za-z0-9]{24}\b/g,
   "cloudflare-origin-ca-key": /\bv1\.0-[a-f0-9]{24}-[a-f0-9]{146}\b/g,
   "braintree-access-token": /\baccess_token\$production\$[a-z0-9]{16}\$[a-f0-9]{32}/g,
+  "crypt-hash": /(?<![\w$])\$(?:1|2[abxy]?|5|6|7|y|gy|md5|sha1|argon2(?:id|i|d))\$(?:[^\s$:'"\\]{1,64}\$){1,4}[./A-Za-z0-9+]{20,}/g, // A crypt(3) password hash, quoted or in a shadow line: `$6$salt$…`, bcrypt's `$2b$12$…`, yescrypt's `$y$…`, Argon2's.
   "url-userinfo": [/(?<=[a-z0-9+.-])(:\/\/[^\s/?#@:"'<>]*:)([^\s/?#"'<>]+)(?=@)/gi], // A URL's `user:password@` (to the last `@` before the path: a password may hold one); a token as its user.
   "url-token-user": /(?<=[a-z0-9+.-]:\/\/)(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{32,}(?=@)/gi,
   authorization: [/\b((?:proxy-)?authorization["'`]?[ \t]*[:=][ \t]*["'`]?(?:(?:basic|bearer|token|digest|negotiate|ntlm|ssws)[ \t]+)?)(?!(?:basic|bearer|token|digest|negotiate|ntlm|ssws)\b(?!=)|[$%{<[])([\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*)(?:[ \t]*,[ \t]*[\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*))*|[^\s"'`,;]+)/gi], // An Authorization header's credentials after its scheme word: a token, or all its `name="value"` parameters.
