@@ -698,6 +698,32 @@ function redactPrinted(text: string, prints: ReadonlySet<string>, keep: number):
   }
 }
 
+/** The hider that learns each secret (unquoted, ≥ MIN_LEARNED) into `seen`. */
+function learner(seen?: Set<string>): Hide {
+  return !seen ? plain : (secret) => {
+    let s = secret.trim();
+    const quote = OPENING_QUOTE.exec(s)?.[0] ?? "";
+    if (quote && s.endsWith(quote.at(-1)!)) s = s.slice(quote.length, -quote.length).trim();
+    if (s.length >= MIN_LEARNED && !s.includes(REDACTED)) seen.add(s);
+    return REDACTED;
+  };
+}
+
+/**
+ * A structured field's string (a JSON object's `key`): all of it when the key names a secret (`password`,
+ * `apiKey`; a bare `key`, `pin`… when it looks generated) and it holds one, else {@link redact}ed.
+ */
+export function redactField(
+  key: string,
+  value: string,
+  seen?: Set<string>,
+  prints?: ReadonlySet<string>,
+): string {
+  const weak = WEAK_KEYS.has(key.toLowerCase());
+  if ((weak || secretName(key)) && secretValue(value.trim(), true, weak)) return learner(seen)(value);
+  return redact(value, seen, prints);
+}
+
 /**
  * Private spans, then credentials, out. Each secret found (and private span, and its lines) is learned into `seen`
  * (the texts of one turn or batch) and redacted wherever it recurs bare; so is each secret of `prints`. With
@@ -710,13 +736,7 @@ export function redact(
   prints?: ReadonlySet<string>,
   keep = Infinity,
 ): string {
-  const hide: Hide = !seen ? plain : (secret) => {
-    let s = secret.trim();
-    const quote = OPENING_QUOTE.exec(s)?.[0] ?? "";
-    if (quote && s.endsWith(quote.at(-1)!)) s = s.slice(quote.length, -quote.length).trim();
-    if (s.length >= MIN_LEARNED && !s.includes(REDACTED)) seen.add(s);
-    return REDACTED;
-  };
+  const hide = learner(seen);
   const out = redactCredentials(stripPrivate(text, hide), hide);
   const again = seen ? redactSeen(out, seen) : out;
   return prints?.size ? redactPrinted(again, prints, keep) : again;
