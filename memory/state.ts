@@ -6,6 +6,7 @@ import { isNotFound, parseJsonOrUndefined, readTextIfExists, settled, writeFileA
 import { dirName, joinPath, safeId } from "../lib/paths.ts";
 import { type LockOptions, type LockResult, withLock } from "../lib/lock.ts";
 import { RecallSchema } from "./recall.ts";
+import { wasPruned } from "./pruned.ts";
 import { ReadCursorSchema } from "../kimi/journal/turns.ts";
 import { isRecord, tolerant } from "../lib/parsed.ts";
 import type { Budget, OpenVikingClient } from "../openviking/client.ts";
@@ -190,7 +191,12 @@ async function loadState(file: string, durable: boolean): Promise<SessionState> 
     if (isNotFound(error)) return undefined;
     throw error;
   });
-  if (!info) return emptyState();
+  // A pruned session resumed (memory/prune.ts): the server is asked what it holds before anything is sent.
+  if (!info) {
+    return !file.endsWith(".prompt.json") && await wasPruned(file)
+      ? { ...emptyState(), recover: { at: Date.now() } }
+      : emptyState();
+  }
   const bytes = info.isFile && info.size <= STATE_MAX_BYTES
     ? await settled(() => Deno.readFileSync(file))
     : undefined;
