@@ -156,8 +156,11 @@ function redactAssignments(text: string, hide: Hide): string {
     while (keyEnd < text.length && keyChar(text, keyEnd)) keyEnd++;
     SECRET_HINT.lastIndex = keyEnd;
     const quoted = start > 0 && (text[start - 1] === '"' || text[start - 1] === "'");
-    const m = (quoted && text[start - 2] === "\\" ? stickyAt(KEY_AT, text, start - 2) : null) ??
-      (quoted ? stickyAt(KEY_AT, text, start - 1) : null) ?? stickyAt(KEY_AT, text, start);
+    const closed = (quoted && text[start - 2] === "\\" ? stickyAt(KEY_AT, text, start - 2) : null) ??
+      (quoted ? stickyAt(KEY_AT, text, start - 1) : null);
+    const m = closed ?? stickyAt(KEY_AT, text, start);
+    // A key inside a string (`"password:" …`): the quote after it closes that string and opens no value.
+    if (quoted && !closed && m && text[m.index + m[0].length] === text[start - 1]) continue;
     const weak = m !== null && WEAK_KEYS.has(m[2].toLowerCase());
     if (!m || !(weak || secretName(m[2]))) continue;
     const [head, , key, before, op, after] = m;
@@ -291,10 +294,11 @@ const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp, after?: RegEx
   [/htpasswd/, /-(?=[A-Za-z]*n)[A-Za-z]*b[A-Za-z]*[ \t]+(?:-\w+[ \t]+)*(?!-)\S+[ \t]+/], // -n: no file
   [/cf/, /auth[ \t]+(?!-)\S+[ \t]+/],
   [/user(?:mod|add)/, /(?:-p|--password)(?:[ \t]+|=)/],
+  [/twine/, /(?:-p|--password)(?:[ \t]+|=)/],
   [/net[ \t]+use/, /(?:[A-Za-z]:[ \t]+)?\\\\\S+(?:[ \t]+\/u(?:ser)?:\S+)?[ \t]+(?!\/)/], // after the share, before or after `/user:`
   [/consul[ \t]+acl[ \t]+set-agent-token/, /(?:agent|default|replication|recovery|config_file_service_registration|dns)[ \t]+/],
   [/mc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)/, /(?!-)\S+[ \t]+(?!-)\S+[ \t]+(?!-)\S+[ \t]+/], // alias, URL, access key, the secret key
-  [/echo|printf/, /(?:)/, /[ \t]*\|[^\r\n;&]{0,200}?[ \t](?:--password-stdin\b|sudo(?:[ \t]+-\w+)*?[ \t]+-[A-Za-z]*S\b|chpasswd\b|ssh-add[ \t]+-(?![\w-]))/],
+  [/echo|printf/, /(?:)/, /[ \t]*\|[^\r\n;&]{0,200}?[ \t](?:--password-stdin\b|sudo(?:[ \t]+-\w+)*?[ \t]+-[A-Za-z]*S\b|chpasswd\b|passwd[ \t]+--stdin\b|ssh-add[ \t]+-(?![\w-]))/],
 ];
 /** A password a command's option gives: quoted, or up to a blank, quote, escape or pipe. */
 const OPTION_VALUE = String.raw`'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'\x60\\|]+`;
@@ -525,6 +529,7 @@ const RULES: Readonly<Record<string, RegExp | [RegExp, Pick?] | Rule>> = {
   "cloudflare-origin-ca-key": /\bv1\.0-[a-f0-9]{24}-[a-f0-9]{146}\b/g,
   "braintree-access-token": /\baccess_token\$production\$[a-z0-9]{16}\$[a-f0-9]{32}/g,
   "crypt-hash": /(?<![\w$])\$(?:1|2[abxy]?|5|6|7|y|gy|md5|sha1|argon2(?:id|i|d))\$(?:[^\s$:'"\\]{1,64}\$){1,4}[./A-Za-z0-9+]{20,}/g, // A crypt(3) password hash, quoted or in a shadow line: `$6$salt$…`, bcrypt's `$2b$12$…`, yescrypt's `$y$…`, Argon2's.
+  "fcm-server-key": /\bAAAA[\w-]{7}:APA91b[\w-]{100,}/g, // Firebase Cloud Messaging's legacy server key.
   "url-userinfo": [/(?<=[a-z0-9+.-])(:\/\/[^\s/?#@:"'<>]*:)([^\s/?#"'<>]+)(?=@)/gi], // A URL's `user:password@` (to the last `@` before the path: a password may hold one); a token as its user.
   "url-token-user": /(?<=[a-z0-9+.-]:\/\/)(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{32,}(?=@)/gi,
   authorization: [/\b((?:proxy-)?authorization["'`]?[ \t]*[:=][ \t]*["'`]?(?:(?:basic|bearer|token|digest|negotiate|ntlm|ssws)[ \t]+)?)(?!(?:basic|bearer|token|digest|negotiate|ntlm|ssws)\b(?!=)|[$%{<[])([\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*)(?:[ \t]*,[ \t]*[\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*))*|[^\s"'`,;]+)/gi], // An Authorization header's credentials after its scheme word: a token, or all its `name="value"` parameters.

@@ -607,6 +607,9 @@ Deno.test("redact: an assignment's value goes, not the words after it; a secret'
     ["DB_PASSWORD=Tr0ub4dor then run make", `DB_PASSWORD=${REDACTED} then run make`],
     ["export API_TOKEN=Zq8Rt6Wv ./deploy.sh --prod", `export API_TOKEN=${REDACTED} ./deploy.sh --prod`],
     ['{"cmd": "x\\nDB_PASSWORD=hunter2 make test"}', `{"cmd": "x\\nDB_PASSWORD=${REDACTED} make test"}`],
+    // a key inside a string (`"password:"`): the quote after it closes that string, it opens no value
+    ['expect "password:" ; send "$pw\\r"', 'expect "password:" ; send "$pw\\r"'],
+    ["say 'token=' then 'x y'", "say 'token=' then 'x y'"],
     // a spaced `=` is an ini or .env line: the value runs to the line's end
     ["API_KEY = abc def", `API_KEY = ${REDACTED}`],
   ];

@@ -286,6 +286,9 @@ export const CREDENTIALS: readonly Credential[] = [
   sample("crypt-hash", "usermod -p '{}' alice", "$6$rounds=5000$Zx9q8w7e$", "Zx9q8w7e6r5t4y3u2i1o0pAsDfGhJkLzXcVbNm.Q/12345678"),
   sample("crypt-hash", "root:{}:19000:0:99999:7:::", "$y$j9T$F5Jx5fExrKuPp53xLKQ..1$", "X3DX6M94c7o.9agCG9G317fhZg9SqC.5i5rd.RhAtQ7"),
   sample("crypt-hash", "htpasswd has admin:{}", "$2y$10$KIXQJ7h1zL2rVbXoV1Yt5u", "C3m8F9aG0eH4iJ5kL6mN7oP8qR9sT0u"),
+  sample("fcm-server-key", "FCM legacy key {} in the backend", "AAAAq7Zk3mE:APA91bHx9q8w7e6r5t4y3u2i1o0pAsDfGhJkLzXcVbNm_-", "Hx9q8w7e6r5t4y3u2i1o0pAsDfGhJkLzXcVbNm_-Hx9q8w7e6r5t4y3u2i1o0pAsDfGhJkLzXcVbNm_-Hx9q8w7e6r5t4y"),
+  sample("password-option", "echo '{}' | passwd --stdin deploy", "Tr0ub4", "dorXq9"),
+  sample("password-option", "twine upload -u __token__ -p {} dist/*", "Hunter2", "Rover9"),
 ];
 
 /**
