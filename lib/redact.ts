@@ -81,9 +81,12 @@ const KEY_AT = /-{0,2}(\\?["']?)([A-Za-z_][\w.-]*)\1\]?([ \t]*)(:=|=>|\?=|=|:)([
 /** An assignment's value: a quoted string on its line, else a run of value characters. */
 const VALUE = /\\"[^"\r\n]*\\"|"[^"\r\n]*"|'[^'\r\n]*'|`[^`\r\n]*`|(?:[^\s"'`,;&\\]|\\(?![nrt]))+/y;
 const OPENING_QUOTE = /^\\?["'`]/;
-/** The rest of a `.env` line; in a JSON string (after a `\n` escape), to the next escape or the string's end. */
+/** The rest of a spaced `.env` or ini line (`KEY = a b`); in a JSON string (after a `\n` escape), to the next escape or the string's end. */
 const LINE_REST = /[^\r\n]+/y;
 const ESCAPED_LINE_REST = /(?:[^\r\n\\"]|\\(?![nrt]))+/y;
+/** A `.env` line's value after a glued `=`: up to a blank, as the shell reads it (`KEY=v make test`). */
+const LINE_WORD = /\S+/y;
+const ESCAPED_LINE_WORD = /(?:[^\s\\"]|\\(?![nrt]))+/y;
 /** After a YAML block scalar's `|` or `>`: a comment, blank lines (group 1: a JSON escape), the indent. */
 const BLOCK_START = /(?:[ \t]+#[^\r\n\\]*)?(?:[ \t]*(?:\r?\n|((?:\\r)?\\n)))+[ \t]+/y;
 /** The words of a key name: `AWSSecretAccessKey`, `_authToken`, `DB_PASSWORD`, `x-api-key`. */
@@ -153,14 +156,22 @@ function redactAssignments(text: string, hide: Hide): string {
     while (keyEnd < text.length && keyChar(text, keyEnd)) keyEnd++;
     SECRET_HINT.lastIndex = keyEnd;
     const quoted = start > 0 && (text[start - 1] === '"' || text[start - 1] === "'");
-    const m = (quoted && text[start - 2] === "\\" ? stickyAt(KEY_AT, text, start - 2) : null) ??
-      (quoted ? stickyAt(KEY_AT, text, start - 1) : null) ?? stickyAt(KEY_AT, text, start);
+    const closed = (quoted && text[start - 2] === "\\" ? stickyAt(KEY_AT, text, start - 2) : null) ??
+      (quoted ? stickyAt(KEY_AT, text, start - 1) : null);
+    const m = closed ?? stickyAt(KEY_AT, text, start);
+    // A key inside a string (`"password:" …`): the quote after it closes that string and opens no value.
+    if (quoted && !closed && m && text[m.index + m[0].length] === text[start - 1]) continue;
     const weak = m !== null && WEAK_KEYS.has(m[2].toLowerCase());
     if (!m || !(weak || secretName(m[2]))) continue;
     const [head, , key, before, op, after] = m;
     const end = m.index + head.length;
     const line = op === "=" && !OPENING_QUOTE.test(text.slice(end, end + 2)) ? lineStart(text, m.index) : "";
-    const rest = line === "line" ? LINE_REST : line === "escaped" ? ESCAPED_LINE_REST : VALUE;
+    const spaced = before !== "" || after !== ""; // `KEY=a b` is the shell's: a blank ends the value
+    const rest = line === "line"
+      ? (spaced ? LINE_REST : LINE_WORD)
+      : line === "escaped"
+      ? (spaced ? ESCAPED_LINE_REST : ESCAPED_LINE_WORD)
+      : VALUE;
     let [at, value] = [end, (stickyAt(rest, text, end)?.[0] ?? "").trimEnd()];
     const scalar = /^[|>](?:[1-9][+-]?|[+-][1-9]?)?$/.test(value); // a block scalar, else a plain one below
     const block = op === ":" && (scalar || value === "" || value.startsWith("#"))
@@ -247,9 +258,9 @@ const PROSE_SECRETS: readonly [name: RegExp, of: RegExp, is: RegExp | null][] = 
   [/senha/, /de|do|da|para/, /é|era/],
   [/пароль|токен|ключ(?:[ \t]+API)?/, /от|для/, null],
 ];
-/** An unquoted value a sentence gives a secret's name (a plain word is not it: up to three of them qualify). */
+/** An unquoted value a sentence gives a secret's name (a plain word is not it: up to three of them qualify; `-field=password` is no sentence). */
 const SECRET_IN_PROSE_UNQUOTED = new RegExp(
-  String.raw`(?<![\p{L}\p{N}_])((?:${
+  String.raw`(?<![\p{L}\p{N}_=])((?:${
     PROSE_SECRETS.map(([name, of, is]) => {
       const verb = is ? String.raw`[ \t]+(?:${is.source})` : "";
       const qualifier = String.raw`[ \t]+(?:${of.source})(?:[ \t]+[^\s\\]+){1,3}?`;
@@ -283,10 +294,11 @@ const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp, after?: RegEx
   [/htpasswd/, /-(?=[A-Za-z]*n)[A-Za-z]*b[A-Za-z]*[ \t]+(?:-\w+[ \t]+)*(?!-)\S+[ \t]+/], // -n: no file
   [/cf/, /auth[ \t]+(?!-)\S+[ \t]+/],
   [/user(?:mod|add)/, /(?:-p|--password)(?:[ \t]+|=)/],
+  [/twine/, /(?:-p|--password)(?:[ \t]+|=)/],
   [/net[ \t]+use/, /(?:[A-Za-z]:[ \t]+)?\\\\\S+(?:[ \t]+\/u(?:ser)?:\S+)?[ \t]+(?!\/)/], // after the share, before or after `/user:`
   [/consul[ \t]+acl[ \t]+set-agent-token/, /(?:agent|default|replication|recovery|config_file_service_registration|dns)[ \t]+/],
   [/mc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)/, /(?!-)\S+[ \t]+(?!-)\S+[ \t]+(?!-)\S+[ \t]+/], // alias, URL, access key, the secret key
-  [/echo|printf/, /(?:)/, /[ \t]*\|[^\r\n;&]{0,200}?[ \t](?:--password-stdin\b|sudo(?:[ \t]+-\w+)*?[ \t]+-[A-Za-z]*S\b|chpasswd\b|ssh-add[ \t]+-(?![\w-]))/],
+  [/echo|printf/, /(?:)/, /[ \t]*\|[^\r\n;&]{0,200}?[ \t](?:--password-stdin\b|sudo(?:[ \t]+-\w+)*?[ \t]+-[A-Za-z]*S\b|chpasswd\b|passwd[ \t]+--stdin\b|ssh-add[ \t]+-(?![\w-]))/],
 ];
 /** A password a command's option gives: quoted, or up to a blank, quote, escape or pipe. */
 const OPTION_VALUE = String.raw`'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'\x60\\|]+`;
@@ -516,6 +528,8 @@ const RULES: Readonly<Record<string, RegExp | [RegExp, Pick?] | Rule>> = {
   "resend-api-key": /\bre_(?=\w*\d)[A-Za-z0-9]{8}_[A-Za-z0-9]{24}\b/g,
   "cloudflare-origin-ca-key": /\bv1\.0-[a-f0-9]{24}-[a-f0-9]{146}\b/g,
   "braintree-access-token": /\baccess_token\$production\$[a-z0-9]{16}\$[a-f0-9]{32}/g,
+  "crypt-hash": /(?<![\w$])\$(?:1|2[abxy]?|5|6|7|y|gy|md5|sha1|argon2(?:id|i|d))\$(?:[^\s$:'"\\]{1,64}\$){1,4}[./A-Za-z0-9+]{20,}/g, // A crypt(3) password hash, quoted or in a shadow line: `$6$salt$…`, bcrypt's `$2b$12$…`, yescrypt's `$y$…`, Argon2's.
+  "fcm-server-key": /\bAAAA[\w-]{7}:APA91b[\w-]{100,}/g, // Firebase Cloud Messaging's legacy server key.
   "url-userinfo": [/(?<=[a-z0-9+.-])(:\/\/[^\s/?#@:"'<>]*:)([^\s/?#"'<>]+)(?=@)/gi], // A URL's `user:password@` (to the last `@` before the path: a password may hold one); a token as its user.
   "url-token-user": /(?<=[a-z0-9+.-]:\/\/)(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{32,}(?=@)/gi,
   authorization: [/\b((?:proxy-)?authorization["'`]?[ \t]*[:=][ \t]*["'`]?(?:(?:basic|bearer|token|digest|negotiate|ntlm|ssws)[ \t]+)?)(?!(?:basic|bearer|token|digest|negotiate|ntlm|ssws)\b(?!=)|[$%{<[])([\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*)(?:[ \t]*,[ \t]*[\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*))*|[^\s"'`,;]+)/gi], // An Authorization header's credentials after its scheme word: a token, or all its `name="value"` parameters.
@@ -689,6 +703,32 @@ function redactPrinted(text: string, prints: ReadonlySet<string>, keep: number):
   }
 }
 
+/** The hider that learns each secret (unquoted, ≥ MIN_LEARNED) into `seen`. */
+function learner(seen?: Set<string>): Hide {
+  return !seen ? plain : (secret) => {
+    let s = secret.trim();
+    const quote = OPENING_QUOTE.exec(s)?.[0] ?? "";
+    if (quote && s.endsWith(quote.at(-1)!)) s = s.slice(quote.length, -quote.length).trim();
+    if (s.length >= MIN_LEARNED && !s.includes(REDACTED)) seen.add(s);
+    return REDACTED;
+  };
+}
+
+/**
+ * A structured field's string (a JSON object's `key`): all of it when the key names a secret (`password`,
+ * `apiKey`; a bare `key`, `pin`… when it looks generated) and it holds one, else {@link redact}ed.
+ */
+export function redactField(
+  key: string,
+  value: string,
+  seen?: Set<string>,
+  prints?: ReadonlySet<string>,
+): string {
+  const weak = WEAK_KEYS.has(key.toLowerCase());
+  if ((weak || secretName(key)) && secretValue(value.trim(), true, weak)) return learner(seen)(value);
+  return redact(value, seen, prints);
+}
+
 /**
  * Private spans, then credentials, out. Each secret found (and private span, and its lines) is learned into `seen`
  * (the texts of one turn or batch) and redacted wherever it recurs bare; so is each secret of `prints`. With
@@ -701,13 +741,7 @@ export function redact(
   prints?: ReadonlySet<string>,
   keep = Infinity,
 ): string {
-  const hide: Hide = !seen ? plain : (secret) => {
-    let s = secret.trim();
-    const quote = OPENING_QUOTE.exec(s)?.[0] ?? "";
-    if (quote && s.endsWith(quote.at(-1)!)) s = s.slice(quote.length, -quote.length).trim();
-    if (s.length >= MIN_LEARNED && !s.includes(REDACTED)) seen.add(s);
-    return REDACTED;
-  };
+  const hide = learner(seen);
   const out = redactCredentials(stripPrivate(text, hide), hide);
   const again = seen ? redactSeen(out, seen) : out;
   return prints?.size ? redactPrinted(again, prints, keep) : again;

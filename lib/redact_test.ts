@@ -32,10 +32,11 @@ Deno.test("redact: obvious credentials", () => {
     "«xoxb-1234567890-abcdefghij»",
     "Authorization: Bearer «eyJhbGciOi.abc.def»",
     "use password=«hunter2» and more",
-    "password=«hunter2 and more»", // a line of its own is a .env line, whatever the case
+    "password=«hunter2» and more", // a glued `=` is the shell's: a blank ends the value, on a line of its own too
     '{"token": «"abc123xyz"»}',
     "secret=«'s3cr3t'»",
-    "DB_PASSWORD=«p@ss word»",
+    "DB_PASSWORD=«p@ss» word",
+    "DB_PASSWORD = «p@ss word»",
     "export GITHUB_TOKEN=«abc»",
     "«-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----»",
     "«-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blb»",
@@ -123,6 +124,7 @@ Deno.test("redact: every rule is linear — 128 KB of its worst case in well und
     "env key without =": mb("A_TOKEN\r\n"),
     "one long key full of secret words": mb("SECRET") + "\n",
     "export lines": mb("export \n"),
+    "crypt hash openings": mb("$6$rounds=5000$"), // the crypt-hash rule: a `$` run of segments, no hash
     "keys then blanks": mb("TOKEN \t \n"),
     // <private>
     "private opens without >": mb("<private "),
@@ -294,7 +296,7 @@ Deno.test("redact: a fullwidth, look-alike, marked or escaped token is hidden in
     `again ${REDACTED}.`,
     "learned as written",
   );
-  assertEquals(redact("p\u0430ssword=Tr0ub4dorXq9 ok"), `p\u0430ssword=${REDACTED}`, "a Cyrillic а");
+  assertEquals(redact("p\u0430ssword=Tr0ub4dorXq9 ok"), `p\u0430ssword=${REDACTED} ok`, "a Cyrillic а");
   assertEquals(
     redact('{"t": "p\\u0430ssword\\u003dTr0ub4dorXq9", "\\u0074oken": "Zq8Rt6Wv3Yx1"}'),
     `{"t": "p\\u0430ssword\\u003d${REDACTED}", "\\u0074oken": ${REDACTED}}`,
@@ -596,4 +598,33 @@ Deno.test("redact: with `keep`, the result is a prefix of the whole result, even
       assertTrue(head === whole || head.trim().length > keep, `keep ${keep}: too short`);
     }
   }
+});
+
+Deno.test("redact: an assignment's value goes, not the words after it; a secret's name as an option's value is none", () => {
+  const cases: [string, string][] = [
+    ["vault kv get -field=password secret/app", "vault kv get -field=password secret/app"],
+    ["db_password=x and then more words", `db_password=${REDACTED} and then more words`],
+    ["DB_PASSWORD=Tr0ub4dor then run make", `DB_PASSWORD=${REDACTED} then run make`],
+    ["export API_TOKEN=Zq8Rt6Wv ./deploy.sh --prod", `export API_TOKEN=${REDACTED} ./deploy.sh --prod`],
+    ['{"cmd": "x\\nDB_PASSWORD=hunter2 make test"}', `{"cmd": "x\\nDB_PASSWORD=${REDACTED} make test"}`],
+    // a key inside a string (`"password:"`): the quote after it closes that string, it opens no value
+    ['expect "password:" ; send "$pw\\r"', 'expect "password:" ; send "$pw\\r"'],
+    ["say 'token=' then 'x y'", "say 'token=' then 'x y'"],
+    // a spaced `=` is an ini or .env line: the value runs to the line's end
+    ["API_KEY = abc def", `API_KEY = ${REDACTED}`],
+  ];
+  for (const [input, expected] of cases) assertEquals(redact(input), expected, input);
+});
+
+Deno.test("redact: a crypt(3) hash goes wherever it sits: quoted, in a shadow line, in JSON", () => {
+  const sha = "$6$rounds=5000$Zx9q8w7e$Zx9q8w7e6r5t4y3u2i1o0pAsDfGhJkLzXcVbNm.Q/1234567890abcdefghij";
+  const cases: [string, string][] = [
+    [`usermod -p '${sha}' alice`, `usermod -p '${REDACTED}' alice`],
+    [`root:${sha}:19000:0:99999:7:::`, `root:${REDACTED}:19000:0:99999:7:::`],
+    [JSON.stringify({ shadow: `root:${sha}:19000` }), JSON.stringify({ shadow: `root:${REDACTED}:19000` })],
+    ["$2b$12$KIXQJ7h1zL2rVbXoV1Yt5uC3m8F9aG0eH4iJ5kL6mN7oP8qR9sT0u ok", `${REDACTED} ok`],
+    ["$y$j9T$F5Jx5fExrKuPp53xLKQ..1$X3DX6M94c7o.9agCG9G317fhZg9SqC.5i5rd.RhAtQ7", REDACTED],
+    ["$argon2id$v=19$m=65536,t=3,p=4$c29tZXNhbHQ$RdescudvJCsgt3ub+b+dWRWJTmaaJObG", REDACTED],
+  ];
+  for (const [input, expected] of cases) assertEquals(redact(input), expected, input);
 });

@@ -1,10 +1,15 @@
 /** What passes the proxy: JSON walked without recursion and to a bounded depth, its strings mapped. Pure. */
 
 // @ts-types="@modelcontextprotocol/sdk/types"
-import type { JSONRPCMessage, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import type {
+  JSONRPCError,
+  JSONRPCMessage,
+  JSONRPCRequest,
+  JSONRPCResponse,
+} from "@modelcontextprotocol/sdk/types.js";
 import { isRecord } from "../lib/parsed.ts";
 import { neutralize } from "../lib/neutralize.ts";
-import { redact } from "../lib/redact.ts";
+import { redactField } from "../lib/redact.ts";
 
 /** The deepest nesting of arrays and objects walked (no MCP message a client uses comes near it), and past it. */
 export const [MAX_DEPTH, TOO_DEEP] = [256, Symbol("too deep")];
@@ -64,10 +69,18 @@ export const REDACTED_PARAMS: Readonly<Record<string, readonly string[]>> = {
   "completion/complete": ["argument", "context"],
 };
 
+/** `values` with every string redacted as a field of its key: learned from all first (as capture's plan does, so the walk's order hides nothing), then hidden, with `prints` too. */
+function redactedValues(values: readonly unknown[], prints?: ReadonlySet<string>): unknown[] | undefined {
+  const seen = new Set<string>();
+  for (const v of values) mapStrings(v, { value: (s, key) => redactField(key, s, seen) });
+  const out = values.map((v) => mapStrings(v, { value: (s, key) => redactField(key, s, seen, prints) }));
+  return out.includes(TOO_DEEP) ? undefined : out;
+}
+
 /**
  * `request` with the strings of its {@link REDACTED_PARAMS} redacted like captured text (a secret found once
- * hidden wherever it recurs), and every secret of `prints` (the sessions' captures found) too. `undefined`:
- * nested too deep.
+ * hidden wherever it recurs; a field named for a secret whole), and every secret of `prints` (the sessions'
+ * captures found) too. `undefined`: nested too deep.
  */
 export function redactedCall(
   request: JSONRPCRequest,
@@ -77,10 +90,20 @@ export function redactedCall(
   const named = Object.hasOwn(REDACTED_PARAMS, request.method) ? REDACTED_PARAMS[request.method] : [];
   const keys = named.filter((k) => isRecord(params) && k in params);
   if (!isRecord(params) || keys.length === 0) return request;
-  const seen = new Set<string>();
-  // Learned from every string first (as capture's plan does), so the walk's order hides nothing.
-  for (const k of keys) mapStrings(params[k], { value: (v) => redact(v, seen) });
-  const out: Record<string, unknown> = { ...params };
-  for (const k of keys) out[k] = mapStrings(params[k], { value: (v) => redact(v, seen, prints) });
-  return Object.values(out).includes(TOO_DEEP) ? undefined : { ...request, params: out };
+  const values = redactedValues(keys.map((k) => params[k]), prints);
+  if (!values) return undefined;
+  return { ...request, params: { ...params, ...Object.fromEntries(keys.map((k, i) => [k, values[i]])) } };
+}
+
+/**
+ * The client's reply to a server's request (a sampling completion, an elicited answer: the model's or the
+ * user's words) with its result's or error's strings redacted as {@link redactedCall}'s. `undefined`: too deep.
+ */
+export function redactedReply<T extends JSONRPCResponse | JSONRPCError>(
+  reply: T,
+  prints?: ReadonlySet<string>,
+): T | undefined {
+  const k = "result" in reply ? "result" : "error";
+  const [value] = redactedValues([(reply as Record<string, unknown>)[k]], prints) ?? [];
+  return value === undefined ? undefined : { ...reply, [k]: value };
 }

@@ -6,7 +6,13 @@ import {
   StreamableHTTPError,
 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 // @ts-types="@modelcontextprotocol/sdk/types"
-import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import type {
+  JSONRPCError,
+  JSONRPCMessage,
+  JSONRPCNotification,
+  JSONRPCRequest,
+  JSONRPCResponse,
+} from "@modelcontextprotocol/sdk/types.js";
 import { setTimeout as delay } from "node:timers/promises";
 import type { Logger } from "../lib/log.ts";
 import { isRecord } from "../lib/parsed.ts";
@@ -17,7 +23,7 @@ import { type Config, keyFor } from "../openviking/config.ts";
 import { BUILTIN_TOOLS, offeredTools } from "../memory/tools.ts";
 import { type Failure, failureError } from "./errors.ts";
 import { readToolCache, validTools, writeToolCache } from "./tool-cache.ts";
-import { MAX_DEPTH, neutralized, REDACTED_PARAMS, redactedCall } from "./gate.ts";
+import { MAX_DEPTH, neutralized, REDACTED_PARAMS, redactedCall, redactedReply } from "./gate.ts";
 
 /** The production bounds (decision 44): times in ms; bytes as inflated, of a JSON body or SSE event, a stream. */
 export const PROXY_LIMITS = {
@@ -177,7 +183,7 @@ export class Proxy {
   /** Handles one client message; returns once it is answered. */
   handle(message: JSONRPCMessage): Promise<void> {
     // A response to a request the server sent inside a stream: delivered now (the stream may wait for it).
-    if (!("method" in message)) return this.track(this.forward(message));
+    if (!("method" in message)) return this.track(this.reply(message));
     return "id" in message ? this.track(this.request(message)) : Promise.resolve(this.notify(message));
   }
 
@@ -533,6 +539,25 @@ export class Proxy {
       return refused(
         "Arguments could not be redacted, so they were not sent; shorten them and try again.",
       );
+    }
+  }
+
+  /** The client's reply to a server's request, upstream with its words redacted; else an error saying why (never raw). */
+  private async reply(reply: JSONRPCResponse | JSONRPCError): Promise<void> {
+    if (!this.settings.config.redact) return await this.forward(reply);
+    const refused = (message: string): JSONRPCError => ({
+      jsonrpc: "2.0",
+      id: reply.id,
+      error: { code: -32602, message },
+    });
+    try {
+      const prints = await this.options.prints?.();
+      await this.forward(
+        redactedReply(reply, prints) ?? refused(`Reply nested deeper than ${MAX_DEPTH} levels.`),
+      );
+    } catch (error) {
+      this.options.log.stage("redact-failed", { error: String(error) });
+      await this.forward(refused("The client's reply could not be redacted, so it was not sent."));
     }
   }
 

@@ -11,6 +11,8 @@ import { houseKeeping } from "./ledger.ts";
 import { refreshFromHook } from "./system-prompt.ts";
 import { checkExtraction } from "./extraction.ts";
 import { resolvePeer } from "../openviking/peer.ts";
+import { pruneStates } from "./prune.ts";
+import { dirName } from "../lib/paths.ts";
 
 const REPEAT_WINDOW_MS = 2000;
 
@@ -25,6 +27,7 @@ async function replayQueues(ctx: HookContext): Promise<HookResult> {
   const leftPrompts = await (await import("./capture.ts")).sendLeftPrompts(ctx, budget);
   const leftCommitted = await (await import("./idle-commit.ts")).commitLeftSessions(ctx, budget);
   const temps = await houseKeeping(ctx);
+  const pruned = ctx.capturePaths ? await pruneStates(dirName(ctx.capturePaths.file)).catch(() => 0) : 0;
   const here = { session: ctx.ovSessionId, peer: (await resolvePeer(ctx.cwd, ctx.config)).peerId };
   const alarm = await checkExtraction(client, ctx.sharedStateDir, here, budget);
   await refreshFromHook(ctx, true);
@@ -37,6 +40,7 @@ async function replayQueues(ctx: HookContext): Promise<HookResult> {
       leftPrompts,
       extractionAlarm: alarm === null ? "not-asked" : alarm !== undefined,
       ...(temps === undefined ? {} : { staleTempsRemoved: temps }),
+      ...(pruned ? { statesPruned: pruned } : {}),
     },
   };
 }

@@ -6,6 +6,8 @@ import { isNotFound, parseJsonOrUndefined, readTextIfExists, settled, writeFileA
 import { dirName, joinPath, safeId } from "../lib/paths.ts";
 import { type LockOptions, type LockResult, withLock } from "../lib/lock.ts";
 import { RecallSchema } from "./recall.ts";
+import { MAX_PRINTS } from "../lib/redact.ts";
+import { wasPruned } from "./pruned.ts";
 import { ReadCursorSchema } from "../kimi/journal/turns.ts";
 import { isRecord, tolerant } from "../lib/parsed.ts";
 import type { Budget, OpenVikingClient } from "../openviking/client.ts";
@@ -117,8 +119,14 @@ export async function readState(file: string): Promise<SessionState> {
   const regular = await Deno.lstat(file).then((i) => i.isFile, () => false);
   const text = regular ? await readTextIfExists(file, STATE_MAX_BYTES).catch(() => undefined) : undefined;
   const parsed = SessionStateSchema.safeParse(parseJsonOrUndefined(text));
-  return parsed.success ? parsed.data : emptyState();
+  return parsed.success ? bounded(parsed.data) : emptyState();
 }
+
+/** `state` with only the newest {@link MAX_PRINTS} prints (a capture keeps no more; a damaged file may hold more). */
+const bounded = (state: SessionState): SessionState =>
+  state.secretPrints.length > MAX_PRINTS
+    ? { ...state, secretPrints: state.secretPrints.slice(-MAX_PRINTS) }
+    : state;
 
 /** The most capture states whose secret prints {@link machinePrints} takes: the newest by modification time. */
 export const PRINT_STATES = 32;
@@ -190,12 +198,17 @@ async function loadState(file: string, durable: boolean): Promise<SessionState> 
     if (isNotFound(error)) return undefined;
     throw error;
   });
-  if (!info) return emptyState();
+  // A pruned session resumed (memory/prune.ts): the server is asked what it holds before anything is sent.
+  if (!info) {
+    return !file.endsWith(".prompt.json") && await wasPruned(file)
+      ? { ...emptyState(), recover: { at: Date.now() } }
+      : emptyState();
+  }
   const bytes = info.isFile && info.size <= STATE_MAX_BYTES
     ? await settled(() => Deno.readFileSync(file))
     : undefined;
   const raw = parseJsonOrUndefined(bytes && new TextDecoder().decode(bytes));
-  if (isRecord(raw)) return SessionStateSchema.parse(raw);
+  if (isRecord(raw)) return bounded(SessionStateSchema.parse(raw));
   const at = Date.now();
   const aside = `${file}.damaged-${at}`;
   const state = { ...emptyState(), recover: { aside, at } };

@@ -41,6 +41,7 @@ function kindOf(ov: string, path: string) {
   if (path.startsWith(`${ov}/pending/kimicode/`) || path.startsWith(`${ov}/pending/kimicode-rejected/`)) {
     return { queue: QUEUE_FILE, schema: QueueEntrySchema };
   }
+  if (path.startsWith(`${ov}/hook-state/`) && path.endsWith("/pruned.txt")) return undefined; // names, one a line
   if (path.startsWith(`${ov}/hook-state/`)) return { state: "session", schema: SessionStateSchema };
   if (path.startsWith(`${ov}/state/`)) return { state: "plain", schema: undefined };
 }

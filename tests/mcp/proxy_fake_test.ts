@@ -374,3 +374,40 @@ Deno.test("mcp/fake: every string of a server's replies, errors, notifications, 
   assertEquals(errorOf(await proxy.request(7, "tools/call", { name: "search" })).message, clean); // goes on
   assertEquals(await proxy.close(), 0);
 });
+
+Deno.test("mcp/fake: the client's replies to the server's requests (a sampling completion, an elicited answer) go redacted", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using fake = await FakeOpenViking.start();
+  const dir = `${home.path}/.openviking/hook-state/kimicode`;
+  await Deno.mkdir(dir, { recursive: true });
+  await Deno.writeTextFile(
+    `${dir}/session-a.json`,
+    JSON.stringify({ secretPrints: [secretPrint("Zebra8Quokka")] }),
+  );
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
+  await proxy.initialize();
+  const token = "sk-proj-PtYgjmUhBel31iEl2hpChYgCfrL1spNxnyVmihA-2O76UMFxFkM-R5Kjp1vRt_1fjORS-6ilI8T3Blbk";
+  const completion = {
+    role: "assistant",
+    model: "m",
+    content: { type: "text", text: `use ${token}, then Zebra8Quokka` },
+  };
+  await proxy.send({ jsonrpc: "2.0", id: "srv-1", result: completion });
+  await proxy.send({
+    jsonrpc: "2.0",
+    id: "srv-2",
+    result: { action: "accept", content: { password: "Tr0ub4dorXq9" } },
+  });
+  await proxy.send({ jsonrpc: "2.0", id: "srv-3", error: { code: -1, message: `refused ${token}` } });
+  const deep = JSON.parse("[".repeat(5000) + "]".repeat(5000));
+  await proxy.send({ jsonrpc: "2.0", id: "srv-4", result: { content: deep } });
+  const replies = () => fake.mcp.received.filter((m) => String(m.id).startsWith("srv-"));
+  await until(() => replies().length === 4, "the replies upstream"); // each on its own: in any order
+  const byId = replies().sort((a, b) => String(a.id).localeCompare(String(b.id)));
+  const sent = JSON.stringify(byId);
+  assertNotMatch(sent, /sk-proj-|Zebra8Quokka|Tr0ub4dorXq9/);
+  assertMatch(sent, /"text":"use \[REDACTED\], then \[REDACTED\]"/);
+  assertMatch(sent, /"password":"\[REDACTED\]"/);
+  assertEquals((byId[3].error as Json | undefined)?.code, -32602); // too deep: an error, never sent raw
+  assertEquals(await proxy.close(), 0);
+});

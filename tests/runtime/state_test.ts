@@ -10,6 +10,7 @@ import {
   writeState,
 } from "../../memory/state.ts";
 import { safeId } from "../../lib/paths.ts";
+import { MAX_PRINTS } from "../../lib/redact.ts";
 import { REPLAY_FILE } from "../../memory/ledger.ts";
 import { withLock } from "../../lib/lock.ts";
 import { removeAbandonedTemps } from "../../lib/fs.ts";
@@ -103,6 +104,22 @@ Deno.test("machinePrints: the prints of the newest capture states; a damaged one
   await write("s5.json", ["p5", "p5b"], 0);
   assertTrue((await machinePrints(dir.path)).has("p5b"), "a state written since is read again");
   assertEquals((await machinePrints(`${dir.path}/none`)).size, 0);
+});
+
+Deno.test("a state's prints are read as its newest MAX_PRINTS: a damaged or foreign one with 100,000 costs no more", async () => {
+  await using dir = await tempDir();
+  const prints = Array.from({ length: 100_000 }, (_, i) => `12:${i.toString(36)}:x`);
+  await Deno.writeTextFile(`${dir.path}/big.json`, JSON.stringify({ secretPrints: prints }));
+  const newest = JSON.stringify(prints.slice(-MAX_PRINTS));
+  const read = (await readState(`${dir.path}/big.json`)).secretPrints;
+  assertTrue(JSON.stringify(read) === newest, `read ${read.length} prints`);
+  const machine = [...await machinePrints(dir.path)];
+  assertTrue(JSON.stringify(machine) === newest, `the proxy took ${machine.length}`);
+  const seen = await updateState(
+    { file: `${dir.path}/big.json`, lock: `${dir.path}/big.json.lock` },
+    (s) => Promise.resolve({ value: s.secretPrints.length }),
+  );
+  assertEquals(seen.acquired && seen.value, MAX_PRINTS, "under the lock too");
 });
 
 Deno.test("state keeps at most 1000 capture keys", async () => {

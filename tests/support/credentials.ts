@@ -282,6 +282,13 @@ export const CREDENTIALS: readonly Credential[] = [
   sample("vault-kv", "vault kv put secret/app value={} ttl=1h", "Tr0ub4", "dorXq9"),
   sample("vault-kv", "vault kv patch -mount=kv app db={} api=x", "Hunter2", "Rover9"),
   sample("here-string", "ssh-add - <<< '{}'", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAA", "AAAAABAAAAMwAAAAtzc2gtZW"),
+  // Session 14's attack: each was sent as it was.
+  sample("crypt-hash", "usermod -p '{}' alice", "$6$rounds=5000$Zx9q8w7e$", "Zx9q8w7e6r5t4y3u2i1o0pAsDfGhJkLzXcVbNm.Q/12345678"),
+  sample("crypt-hash", "root:{}:19000:0:99999:7:::", "$y$j9T$F5Jx5fExrKuPp53xLKQ..1$", "X3DX6M94c7o.9agCG9G317fhZg9SqC.5i5rd.RhAtQ7"),
+  sample("crypt-hash", "htpasswd has admin:{}", "$2y$10$KIXQJ7h1zL2rVbXoV1Yt5u", "C3m8F9aG0eH4iJ5kL6mN7oP8qR9sT0u"),
+  sample("fcm-server-key", "FCM legacy key {} in the backend", "AAAAq7Zk3mE:APA91bHx9q8w7e6r5t4y3u2i1o0pAsDfGhJkLzXcVbNm_-", "Hx9q8w7e6r5t4y3u2i1o0pAsDfGhJkLzXcVbNm_-Hx9q8w7e6r5t4y3u2i1o0pAsDfGhJkLzXcVbNm_-Hx9q8w7e6r5t4y"),
+  sample("password-option", "echo '{}' | passwd --stdin deploy", "Tr0ub4", "dorXq9"),
+  sample("password-option", "twine upload -u __token__ -p {} dist/*", "Hunter2", "Rover9"),
 ];
 
 /**
