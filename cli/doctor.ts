@@ -89,6 +89,12 @@ function hookCheck(state: KimiState, run: Run): Check {
       `${installFix(run)} again to restore every hook`,
       detail,
     )
+    : regs.some(([, w]) => w.includes("config.toml"))
+    ? c.warn(
+      "the hooks are registered in config mode (config.toml), which is gone: an older version installed them",
+      `run ${run("install")}: it moves this home to the plugin`,
+      detail,
+    )
     : c.ok(`all ${HOOKS.length} hooks registered once`, undefined, detail);
 }
 
