@@ -154,7 +154,7 @@ Deno.test({
       const r = await doctor();
       assertEquals(r.ok, false);
       assertMatch(failing(r, "plugin")!.summary, /has no kimi\.plugin\.json/);
-      assertMatch(failing(r, "plugin")!.fix!, /install --mode plugin/);
+      assertMatch(failing(r, "plugin")!.fix!, /install`/);
       await Deno.rename(`${dir.path}/manifest`, `${root}/kimi.plugin.json`);
     });
 
