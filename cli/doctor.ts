@@ -39,9 +39,9 @@ const isFile = (path: string) => Deno.stat(path).then((s) => s.isFile, () => fal
 /** A command as the fixes name it: `` `openviking-kimi replay` `` as it runs in `env`. */
 const runIn = (env: paths.Env) => (args: string) => `\`${commandName(env)} ${args}\``;
 type Run = ReturnType<typeof runIn>;
-const installFix = (run: Run) => `run ${run("install")} (or \`install --mode plugin\`)`;
+const installFix = (run: Run) => `run ${run("install")}`;
 const REINSTALL = "run install again: `deno task -q install` in an openviking-kimi checkout, or " +
-  "`./openviking-kimi-<target> install` with a release binary (add `--mode plugin` for plugin mode)";
+  "`./openviking-kimi-<target> install` with a release binary";
 
 /** Where each event is registered (config block, plugin, OpenViking's own plugin). */
 export function registrations(state: KimiState): Map<string, string[]> {
@@ -69,7 +69,7 @@ function hookCheck(state: KimiState, run: Run): Check {
   const twice = regs.filter(([, w]) => w.length > 1).map(([e, w]) => `${e} ×${w.length}`);
   const c = checkOf("hooks");
   if (state.plugin?.owner === "ours" && !state.plugin.enabled) {
-    const fix = `in Kimi run \`/plugins enable ${PLUGIN_ID}\` (or run ${run("install --mode plugin")})`;
+    const fix = `in Kimi run \`/plugins enable ${PLUGIN_ID}\` (or run ${run("install")})`;
     return c.fail(`the ${PLUGIN_ID} plugin is disabled in Kimi`, fix, detail);
   }
   const removeUpstream =
@@ -87,6 +87,12 @@ function hookCheck(state: KimiState, run: Run): Check {
     ? c.fail(
       `not registered: ${missing.join(", ")}`,
       `${installFix(run)} again to restore every hook`,
+      detail,
+    )
+    : regs.some(([, w]) => w.includes("config.toml"))
+    ? c.warn(
+      "the hooks are registered in config mode (config.toml), which is gone: an older version installed them",
+      `run ${run("install")}: it moves this home to the plugin`,
       detail,
     )
     : c.ok(`all ${HOOKS.length} hooks registered once`, undefined, detail);
@@ -210,7 +216,7 @@ async function programChecks(r: Registered, env: paths.Env, os: OsFamily): Promi
     const { source } = asRecord(parseJsonOrUndefined(copy));
     const from = typeof source === "string" ? source : "a checkout";
     const gone = !await isFile(paths.joinPath(from, "deno.json"));
-    const c = denoNotFound({ deno: info.deno, source: from, mode: r.mode, gone });
+    const c = denoNotFound({ deno: info.deno, source: from, gone });
     return [{ ...c, summary: `${r.label}: ${c.summary}` }];
   }
   if (deno !== info.deno) {
@@ -272,14 +278,13 @@ async function recordCheck(env: paths.Env, state: KimiState, registered: Registe
   for (const r of registered) if (await isPlaced(r, env)) placed.push(r);
   const home = state.paths.home;
   if (!placed.length || (await homeListed(env, home)) !== false) return [];
-  const mode = placed.some((r) => r.mode === "config") ? "" : " --mode plugin";
   const other = paths.orNoHome(() => paths.kimiHome(env)) === home ? "" : ` --kimi-home ${home}`;
   return [
     checkOf("homes").fail(
       `${paths.homesFile(env)} does not list ${home}: its hooks (${
         placed.map((r) => r.label).join(", ")
       }) do nothing: no recall, no capture (as after \`uninstall --purge\` of this home)`,
-      `run ${runIn(env)(`install${mode}${other}`)}: it lists the home again`,
+      `run ${runIn(env)(`install${other}`)}: it lists the home again`,
     ),
   ];
 }
@@ -294,7 +299,7 @@ async function commandChecks({ env, os }: DoctorContext, state: KimiState): Prom
     ? (p.root ? `${p.root} has no kimi.plugin.json` : "the record has no root directory")
     : p?.owner === "ours" && !(await exists(bin!)) && `${bin} is missing`;
   const broken = `plugins/installed.json registers "${PLUGIN_ID}", but its directory is incomplete: ${what}`;
-  const [install, uninstall] = [run("install --mode plugin"), run("uninstall --mode plugin")];
+  const [install, uninstall] = [run("install"), run("uninstall --mode plugin")];
   const fix = `run ${install} again (or ${uninstall} to drop the record)`;
   const checks = what ? [checkOf("plugin").fail(broken, fix)] : [];
   const registered = registeredPrograms(state, os);

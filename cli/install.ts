@@ -10,10 +10,18 @@ export type InstallFlags =
   & Omit<CredentialArgs, "apiKeyFrom">
   & { apiKeyStdin: boolean };
 
-/** `openviking-kimi install …` */
+/** What `install --mode config` says: the mode is gone, and plain `install` moves such a home to the plugin. */
+export const CONFIG_MODE_GONE =
+  "openviking-kimi install: config mode is gone; `install` installs the plugin and moves a config-mode home to it.";
+
+/** `openviking-kimi install …`: the plugin (a config-mode registration taken out); `--mode config` exits 2. */
 export async function installCommand(flags: InstallFlags): Promise<number> {
   const { url, apiKey, apiKeyStdin, account, user, ...rest } = flags;
   const ctx = await defaultContext();
+  if (flags.mode === "config") {
+    ctx.out.error(CONFIG_MODE_GONE);
+    return 2;
+  }
   const key = await chooseApiKey({ apiKey, apiKeyStdin, url, dryRun: flags.dryRun }, {
     env: ctx.env,
     stdinIsTerminal: () => Deno.stdin.isTerminal(),
@@ -25,6 +33,7 @@ export async function installCommand(flags: InstallFlags): Promise<number> {
   if (!key.ok) return fail(ctx.out, "install", key.error);
   return await runInstall(ctx, {
     ...rest,
+    mode: "plugin",
     credentials: { url, apiKey: key.apiKey, apiKeyFrom: key.from, account, user },
     purge: false,
   });

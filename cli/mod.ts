@@ -126,8 +126,10 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
       "runs without it. The API key comes from --api-key-stdin, OPENVIKING_API_KEY, or a prompt.",
     flags: {
       mode: {
-        ...choice("config: hooks in config.toml, the server in mcp.json; plugin: a native Kimi plugin"),
-        default: "config",
+        ...choice(
+          "plugin: a native Kimi plugin, the only mode (config mode is gone)",
+        ),
+        default: "plugin",
       },
       "kimi-home": kimiHome,
       url: { ...str("URL", 'OpenViking server URL ("" removes it)'), check: urlProblem },
@@ -147,7 +149,7 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
       yes: { ...bool("take the place of OpenViking's own Kimi plugin when it is registered"), short: "y" },
     },
     run: async (v) =>
-      (await import("./install.ts")).installCommand({ ...camel(v), mode: mode(v.mode) ?? "config" }),
+      (await import("./install.ts")).installCommand({ ...camel(v), mode: mode(v.mode) ?? "plugin" }),
   }),
   uninstall: command({
     summary: "Removes exactly what install added; config.toml comes back byte for byte.",

@@ -522,19 +522,16 @@ const USUAL: readonly (readonly ["DENO_INSTALL" | "HOME" | "NVM_DIR" | undefined
 ];
 
 /** Where the copy came from and what reinstalls it: in that checkout, or (`gone`) in a clone, since it is gone. */
-type Source = { source: string; mode?: "config" | "plugin"; gone?: boolean };
+type Source = { source: string; gone?: boolean };
 
 /** The install command that works for `s`, in words (after "run"). */
 function reinstall(s: Source): string {
-  const command = `deno task -q install${s.mode === "plugin" ? " --mode plugin" : ""}`;
-  const modes = s.mode === undefined ? " (with `--mode plugin` for plugin mode)" : "";
+  const command = "deno task -q install";
   const binary = "install a release binary, which needs no Deno";
   return s.gone
     ? `the checkout this copy was built from, ${s.source}, is gone: run \`${command}\` in a clone of ` +
-      `openviking-kimi${modes}, or ${binary}`
-    : `\`cd ${
-      shellQuote(s.source)
-    } && ${command}\` (the checkout this copy was built from)${modes}; or ${binary}`;
+      `openviking-kimi, or ${binary}`
+    : `\`cd ${shellQuote(s.source)} && ${command}\` (the checkout this copy was built from); or ${binary}`;
 }
 
 /** The failing check of a copy whose Deno is gone: what is missing and how to get it back. */

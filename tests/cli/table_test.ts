@@ -82,7 +82,7 @@ Deno.test("install's values: --flag=value, -y, an empty value, the default mode"
     ...given,
     ...unset,
   });
-  assertEquals(values("install", []).mode, "config");
+  assertEquals(values("install", []).mode, "plugin");
   assertEquals(COMMANDS.install.parse(["-yh"]).kind, "help", "-h in a group of short flags");
   assertEquals(values("install", ["--user=-odd", "--dry-run"]).user, "-odd", "a dash value written inline");
   assertEquals(values("install", ["--url", ""]).url, "", '--url "" removes it');

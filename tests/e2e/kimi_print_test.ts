@@ -35,7 +35,7 @@ import {
 } from "./harness.ts";
 import { expectBackAfterOutage, expectQueuedTurn } from "./surfaces.ts";
 
-const MODES: Mode[] = ["config", "plugin"];
+const MODES: Mode[] = ["plugin"];
 
 /**
  * The hung step's prompt budget (the default is 8 s): "waits its budget once, then nothing" holds with any; a
@@ -57,11 +57,11 @@ interface Variant {
 }
 
 const VARIANTS: Variant[] = [
-  ...kimiE2eVersions().flatMap((version, i) =>
-    MODES.map((mode) => ({ version, mode, legacy: false, faults: mode === (i === 0 ? "plugin" : "config") }))
+  ...kimiE2eVersions().flatMap((version) =>
+    MODES.map((mode) => ({ version, mode, legacy: false, faults: true }))
   ),
   ...kimiE2eVersions().includes("0.41.0")
-    ? [{ version: "0.41.0", mode: "config" as const, legacy: true, faults: true }]
+    ? [{ version: "0.41.0", mode: "plugin" as const, legacy: true, faults: true }]
     : [],
 ];
 

@@ -619,7 +619,7 @@ Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
 
     for (const install of installs) {
       const version = install.version;
-      const mode: Mode = "config";
+      const mode: Mode = "plugin";
       const tag = `e2e_${version.replaceAll(".", "_")}_${crypto.randomUUID().slice(0, 8)}`;
       const teacher = await realRig(install, mode, server, `${tag}_recall`);
       const capture = await realRig(install, mode, server, `${tag}_capture`);

@@ -1,7 +1,8 @@
 /** End to end. */
 
 import { join } from "node:path";
-import { assertEquals, assertTrue } from "../support/assert.ts";
+import { assertEquals, assertStringIncludes, assertTrue } from "../support/assert.ts";
+import { writeConfigModeHome } from "../install/config_mode_home.ts";
 import { KIMI_RELEASES } from "../support/kimi.ts";
 import { messageText } from "../support/model-server.ts";
 import {
@@ -11,12 +12,9 @@ import {
   hookResult,
   isHookResult,
   kimiOrSkip,
-  type Mode,
   type Msg,
   Rig,
 } from "./harness.ts";
-
-const MODES: Mode[] = ["config", "plugin"];
 
 /** A user's config.toml: CRLF, comments, unicode, their own hook, no newline at the end. */
 function userConfig(baseUrl: string, marker: string): string {
@@ -44,12 +42,15 @@ function userConfig(baseUrl: string, marker: string): string {
 
 const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
 
-/** The oldest and the newest release run both modes; those between, one each, in turn (both modes seen). */
-const modesOf = (i: number): Mode[] => i === 0 || i === KIMI_RELEASES.length - 1 ? MODES : [MODES[i % 2]];
+/** Every release installs the plugin; the newest also upgrades a config-mode home an older version left. */
+const upgradesOf = (i: number): boolean[] => i === KIMI_RELEASES.length - 1 ? [false, true] : [false];
 
 for (const [i, version] of [...KIMI_RELEASES.entries()].reverse()) {
-  for (const mode of modesOf(i)) {
-    const name = `e2e kimi ${version} ${mode} mode: uninstall restores config.toml byte for byte`;
+  for (const upgrade of upgradesOf(i)) {
+    const what = upgrade
+      ? "a config-mode home an older version left, upgraded to plugin mode"
+      : "plugin mode";
+    const name = `e2e kimi ${version} ${what}: uninstall restores config.toml byte for byte`;
     const install = await kimiOrSkip(version, name);
     Deno.test({ name, ignore: !install, ...E2E_TEST }, async () => {
       const base = await Deno.makeTempDir({ prefix: "ovk e2e ✓ " });
@@ -57,7 +58,7 @@ for (const [i, version] of [...KIMI_RELEASES.entries()].reverse()) {
       await Deno.mkdir(root);
       await using _cleanup = { [Symbol.asyncDispose]: () => Deno.remove(base, { recursive: true }) };
       await using rig = await Rig.create(install!, {
-        mode,
+        mode: "plugin",
         noInstall: true,
         root,
         workDirName: "my proj $(x) ✓",
@@ -69,18 +70,31 @@ for (const [i, version] of [...KIMI_RELEASES.entries()].reverse()) {
       const mcpJson = join(rig.env.kimiHome, "mcp.json");
       const registry = join(rig.env.kimiHome, "plugins", "installed.json");
 
-      const installed = await rig.cli(["install", "--mode", mode, ...rig.credentialArgs]);
+      const older = join(
+        rig.env.home,
+        ".openviking",
+        "agent-integrations",
+        "kimicode",
+        "bin",
+        "openviking-kimi",
+      );
+      if (upgrade) await writeConfigModeHome(rig.env.kimiHome, older);
+
+      const installed = await rig.cli(["install", ...rig.credentialArgs]);
       assertEquals(installed.code, 0, installed.stdout + installed.stderr);
-      const withUs = await Deno.readFile(rig.env.configPath);
-      if (mode === "config") {
-        assertEquals(withUs.slice(0, original.length), original, "the user's bytes come first, untouched");
-        assertTrue(withUs.length > original.length);
-      } else assertEquals(withUs, original, "plugin mode does not touch config.toml");
+      if (upgrade) {
+        assertStringIncludes(installed.stdout, "config-mode hooks removed (switching to plugin mode)");
+      }
+      assertEquals(
+        await Deno.readFile(rig.env.configPath),
+        original,
+        "the plugin does not touch config.toml",
+      );
 
       const prompt = "hello, does my memory work with my own config?";
       const r = await rig.print(prompt);
       const first = rig.mainRequests()[0].body.messages.filter(isHookResult).map(messageText);
-      assertEquals(first, [hookResult(expectedDigest(mode, prompt, true))]);
+      assertEquals(first, [hookResult(expectedDigest("plugin", prompt, true))], "each hook runs once");
       const turn: Msg[] = [["0", "user", prompt], ["0", "assistant", `ACK: ${prompt}`]];
       await expectFakeSession(fake, `kc-${r.sessionId}`, turn, 1);
       assertTrue(await exists(marker), "the user's own Stop hook ran too");
@@ -91,7 +105,7 @@ for (const [i, version] of [...KIMI_RELEASES.entries()].reverse()) {
       assertEquals(kimiDoctor.code, 0, said);
       assertTrue(!/ERROR|invalid/i.test(said.replace(/are valid/gi, "")), said);
 
-      const removed = await rig.cli(["uninstall", "--mode", mode]);
+      const removed = await rig.cli(["uninstall"]);
       assertEquals(removed.code, 0, removed.stdout + removed.stderr);
       assertEquals(
         await Deno.readFile(rig.env.configPath),
@@ -99,8 +113,8 @@ for (const [i, version] of [...KIMI_RELEASES.entries()].reverse()) {
         "config.toml is the user's again, byte for byte",
       );
       assertEquals(await exists(mcpJson), false, "mcp.json did not exist before install");
-      const skills = join(rig.env.kimiHome, "skills");
-      assertEquals(await exists(skills), false, "the memory skill went, skills/ with it");
+      const skills = join(rig.env.kimiHome, "skills", upgrade ? "openviking-memory" : "");
+      assertEquals(await exists(skills), false, "no memory skill in Kimi's user skills");
       const plugin = join(rig.env.kimiHome, "plugins", "managed", "openviking-memory");
       const systemPrompt = join(plugin, "system-prompt.md");
       assertEquals(await exists(systemPrompt), false, "the profile in the plugin's system prompt went");

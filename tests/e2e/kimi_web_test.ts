@@ -9,7 +9,7 @@ import { KimiWeb } from "../support/web-client.ts";
 import { E2E_TEST, kimiOrSkip, type Mode, Rig } from "./harness.ts";
 import { downAndBack, failedTurn, recallAndCapture, type Surface } from "./surfaces.ts";
 
-const MODES: Mode[] = ["config", "plugin"];
+const MODES: Mode[] = ["plugin"];
 
 /** The model alias of the rig's config.toml (what the web UI's model picker offers). */
 const MODEL = "fake";

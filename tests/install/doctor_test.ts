@@ -1,3 +1,4 @@
+import { writeConfigModeHome } from "./config_mode_home.ts";
 import {
   assertEquals,
   assertMatch,
@@ -35,7 +36,7 @@ Deno.test("doctor: everything in place → no failure; queue and captures report
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start({ apiKey: "sk-doctor" });
   const t = await setup(dir.path, { OPENVIKING_URL: fake.url, OPENVIKING_API_KEY: "sk-doctor" });
-  await t.install("config");
+  await t.install("plugin");
   await enqueueCommit(pendingDir(t.env), "kc-1", "kc-1:0:assistant", NOW - 2 * 3_600_000);
   const state = {
     ...emptyState(),
@@ -203,8 +204,21 @@ Deno.test("doctor: a Kimi home the record of homes no longer lists is a failure:
     assertEquals(c?.status, "fail", renderChecks(checks));
     assertStringIncludes(c.summary, `${record} does not list ${t.kimi}`);
     assertStringIncludes(c.summary, "do nothing: no recall, no capture");
-    assertStringIncludes(c.fix!, `install${mode === "plugin" ? " --mode plugin" : ""}\``);
+    assertStringIncludes(c.fix!, "install`");
     await t.install(mode);
     assertEquals(byId(await t.doctor()).homes, undefined, "install lists the home again");
   }
+});
+
+Deno.test("doctor: a config-mode home an older version left is named, with install as the fix", async () => {
+  await using dir = await tempDir();
+  await using fake = await FakeOpenViking.start({ apiKey: "sk-doctor" });
+  const t = await setup(dir.path, { OPENVIKING_URL: fake.url, OPENVIKING_API_KEY: "sk-doctor" });
+  await writeConfigModeHome(t.kimi);
+  const hooks = byId(await t.doctor()).hooks;
+  assertEquals(hooks.status, "warn", renderChecks([hooks]));
+  assertMatch(hooks.summary, /registered in config mode \(config\.toml\), which is gone/);
+  assertStringIncludes(hooks.fix!, `\`${commandName(t.env)} install\`: it moves this home to the plugin`);
+  await t.install("plugin");
+  assertEquals(byId(await t.doctor()).hooks.status, "ok", "after install: the plugin's hooks, once");
 });

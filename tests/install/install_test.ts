@@ -6,7 +6,19 @@ import {
   assertTrue,
 } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
-import { acceptingFetch, fakeCompiled, installSandbox, opts, read, snapshot } from "./helpers.ts";
+import {
+  acceptingFetch,
+  cli,
+  fakeCompiled,
+  installSandbox,
+  isolatedEnv,
+  opts,
+  read,
+  snapshot,
+} from "./helpers.ts";
+import { runCli } from "../support/run.ts";
+import { FakeOpenViking } from "../support/fake-openviking.ts";
+import { CONFIG_MODE_GONE } from "../../cli/install.ts";
 import type { Context } from "../../install/transaction.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
 import { readKimiState } from "../../install/detect.ts";
@@ -455,3 +467,31 @@ Deno.test("a key for a new address says whose key it replaces, and the replaced 
   if (!isWindows) assertEquals((await Deno.stat(`${t.ov}/ovcli.conf.bak`)).mode! & 0o777, 0o600);
   assertEquals(JSON.parse((await read(`${t.ov}/ovcli.conf`))!).api_key, "sk-new");
 });
+
+Deno.test(
+  "install: plugin mode by default, taking a config-mode home out; --mode config refused (exit 2, one line)",
+  {
+    ignore: isWindows,
+  },
+  async () => {
+    await using dir = await tempDir();
+    await using fake = await FakeOpenViking.start();
+    const more = { OPENVIKING_URL: fake.url };
+    const t = await installSandbox(dir.path, more);
+    const env = isolatedEnv(t.home, more);
+    await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
+    await t.run(runInstall, { mode: "config" });
+    const before = await snapshot(t.home);
+
+    const refused = await runCli(["install", "--mode", "config"], { env, clearEnv: true, cwd: t.home });
+    assertEquals([refused.code, refused.stdout, refused.stderr], [2, "", `${CONFIG_MODE_GONE}\n`]);
+    assertEquals(await snapshot(t.home), before, "a refused install changes nothing");
+
+    const said = await cli(env, ["install"]);
+    assertStringIncludes(said, "(plugin mode)");
+    assertEquals(await read(`${t.kimi}/config.toml`), USER_CONFIG, "the config-mode block taken out");
+    assertEquals(await read(`${t.kimi}/skills/openviking-memory/SKILL.md`), undefined);
+    const state = await readKimiState(t.kimi);
+    for (const where of registrations(state).values()) assertEquals(where, ["plugin openviking-memory"]);
+  },
+);

@@ -7,11 +7,9 @@
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { cliArgs } from "../support/run.ts";
-import { isolatedEnv, ok } from "./helpers.ts";
+import { isolatedEnv } from "./helpers.ts";
 import { Rng } from "../chaos/rng.ts";
-import { renderBlock } from "../../install/toml-block.ts";
-import { planConfigInstall } from "../../install/toml-block.ts";
-import { hookEntries } from "../../install/spec.ts";
+import { olderConfigBlock, writeConfigModeHome } from "./config_mode_home.ts";
 
 const HERE = new URL(".", import.meta.url).pathname;
 const canKill = Deno.build.os !== "windows";
@@ -41,7 +39,7 @@ Deno.test({
     const random = () => rng.next();
     // Two valid configs of different sizes (~1.5 MB and ~1.5 MB + our block), so a kill lands mid-write.
     const user = Array.from({ length: 40_000 }, (_, i) => `k${i} = "value ${i} ✓"`).join("\n") + "\n";
-    const installed = ok(planConfigInstall(user, hookEntries("/opt/bin/openviking-kimi"))).after!;
+    const installed = `${user}${olderConfigBlock("/opt/bin/openviking-kimi")}\n`;
     const target = `${dir.path}/config.toml`;
     await Deno.writeTextFile(`${dir.path}/a`, user);
     await Deno.writeTextFile(`${dir.path}/b`, installed);
@@ -93,15 +91,19 @@ Deno.test({
         stderr: "piped",
         stdin: "null",
       });
+    // A config-mode home an older version left: the first install that finishes takes it out.
+    const { config: installedConfig, mcp: installedMcp } = await writeConfigModeHome(kimi);
     const started = performance.now();
     const finished = await run(["install"]).output();
     // Kill delays spread over one whole run, so kills land before, during and after the writes.
     const span = Math.max(50, (performance.now() - started) * 1.2);
     assertEquals(finished.code, 0, new TextDecoder().decode(finished.stderr));
-    const installedConfig = await Deno.readTextFile(`${kimi}/config.toml`);
-    const installedMcp = await Deno.readTextFile(`${kimi}/mcp.json`);
-    const block = renderBlock([], "\n").split("\n")[0];
-    assertTrue(installedConfig.includes(block));
+    assertEquals(
+      await Deno.readTextFile(`${kimi}/config.toml`),
+      userConfig,
+      "the config-mode block taken out",
+    );
+    await writeConfigModeHome(kimi);
 
     const modes = [["install"], ["uninstall"], ["install", "--mode", "plugin"], ["uninstall", "--purge"]];
     let killed = 0;

@@ -181,7 +181,7 @@ Deno.test({
     // The checkout it was built from gone too: said, and a command that works instead.
     await Deno.remove(checkout, { recursive: true });
     from = `the checkout this copy was built from, ${checkout}, is gone: run \`deno task -q install\` in a ` +
-      "clone of openviking-kimi (with `--mode plugin` for plugin mode), or install a release binary, which needs no Deno";
+      "clone of openviking-kimi, or install a release binary, which needs no Deno";
     await says(`the program copy ${s.copy} is gone or incomplete`, path);
   },
 });

@@ -7,7 +7,6 @@
  * config and a damaged copy, and never crashes.
  */
 
-import { parse as parseToml } from "smol-toml";
 import { assertEquals, assertMatch, assertNotMatch, assertStringIncludes } from "../support/assert.ts";
 import { tempDir } from "../support/temp.ts";
 import { echoContext, FakeOpenViking } from "../support/fake-openviking.ts";
@@ -34,22 +33,10 @@ async function ownDeno(dir: string): Promise<string> {
   return path;
 }
 
-/** What Kimi would run for one mode: the hook commands (and their cwd), doctor's program. */
-async function registered(mode: "config" | "plugin", home: string, project: string) {
+/** What Kimi would run: the plugin's hook commands (and their cwd), doctor's program. */
+async function registered(home: string) {
   const kimi = `${home}/.kimi-code`;
   const env = { HOME: home, PATH: BARE_PATH };
-  if (mode === "config") {
-    const hooks =
-      (parseToml(await Deno.readTextFile(`${kimi}/config.toml`)) as { hooks: { command: string }[] })
-        .hooks;
-    const launcher = hooks[0].command.replace(/ hook \S+$/, "");
-    return {
-      hook: (e: string) => hooks.find((h) => h.command.endsWith(` hook ${e}`))!.command,
-      hookCwd: project,
-      hookEnv: env,
-      launcher,
-    };
-  }
   const root = `${kimi}/plugins/managed/openviking-memory`;
   const manifest = JSON.parse(await Deno.readTextFile(`${root}/kimi.plugin.json`));
   return {
@@ -61,7 +48,7 @@ async function registered(mode: "config" | "plugin", home: string, project: stri
   };
 }
 
-for (const mode of ["config", "plugin"] as const) {
+for (const mode of ["plugin"] as const) {
   Deno.test({
     name:
       `installed from a clone (${mode} mode) that is then deleted: it all works, and with another Deno too`,
@@ -96,8 +83,8 @@ for (const mode of ["config", "plugin"] as const) {
         await Deno.remove(source, { recursive: true });
       });
 
-      const reg = await registered(mode, home, project);
-      const sid = `session_00000000-0000-4000-8000-0000000000${mode === "config" ? "c1" : "p1"}`;
+      const reg = await registered(home);
+      const sid = "session_00000000-0000-4000-8000-0000000000p1";
       const prompt = JSON.stringify({
         session_id: sid,
         cwd: project,
@@ -167,7 +154,7 @@ Deno.test({
       const r = await doctor();
       assertEquals(r.ok, false);
       assertMatch(failing(r, "plugin")!.summary, /has no kimi\.plugin\.json/);
-      assertMatch(failing(r, "plugin")!.fix!, /install --mode plugin/);
+      assertMatch(failing(r, "plugin")!.fix!, /install`/);
       await Deno.rename(`${dir.path}/manifest`, `${root}/kimi.plugin.json`);
     });
 

@@ -1,0 +1,54 @@
+/**
+ * A Kimi home registered in config mode, written as an older openviking-kimi (≤ 0.x, before plugin mode became
+ * the only install) left it: the marked `[[hooks]]` block at the end of `config.toml`, our `mcp.json` entry and
+ * the memory skill in Kimi's user skills. Install takes it out; uninstall removes it; doctor names it.
+ */
+
+import { stringify } from "smol-toml";
+import { BLOCK_BEGIN, BLOCK_END, hookEntries } from "../../install/spec.ts";
+import { skillText } from "../../memory/instructions.ts";
+
+/** The version the written block says made it. */
+export const OLDER_VERSION = "0.9.0";
+
+/** The block an older config-mode install appended for `program` (its hook commands run `<program> hook …`). */
+export function olderConfigBlock(program: string, eol = "\n", createdFile = false): string {
+  const lines = [
+    BLOCK_BEGIN,
+    `# Written by openviking-kimi ${OLDER_VERSION}; \`openviking-kimi uninstall\` removes it. Edits inside are replaced.`,
+    ...(createdFile
+      ? ["# openviking-kimi created this file: uninstall deletes it when nothing else is left."]
+      : []),
+  ];
+  for (const e of hookEntries(`'${program}'`)) {
+    lines.push("[[hooks]]", ...stringify({ ...e }).trimEnd().split("\n"));
+  }
+  return [...lines, BLOCK_END].join(eol);
+}
+
+/**
+ * Registers `program` in config mode in Kimi home `kimi` as an older install did (the user's `config.toml`, and
+ * `mcp.json` when there, kept around our part); returns what it wrote.
+ */
+export async function writeConfigModeHome(
+  kimi: string,
+  program = "/opt/openviking-kimi/bin/openviking-kimi",
+): Promise<{ config: string; mcp: string; skill: string }> {
+  await Deno.mkdir(`${kimi}/skills/openviking-memory`, { recursive: true });
+  const had = await Deno.readTextFile(`${kimi}/config.toml`).catch(() => undefined);
+  const before = had ?? "";
+  const eol = /^[^\n]*\r\n/.test(before) ? "\r\n" : "\n";
+  const block = olderConfigBlock(program, eol, had === undefined);
+  // Where the older install put it: after a final line ending, or after one it added.
+  const config = before === "" || before.endsWith("\n")
+    ? `${before}${block}${eol}`
+    : `${before}${eol}${block}`;
+  await Deno.writeTextFile(`${kimi}/config.toml`, config);
+  const json = JSON.parse(await Deno.readTextFile(`${kimi}/mcp.json`).catch(() => "{}"));
+  json.mcpServers = { ...json.mcpServers, openviking: { command: program, args: ["mcp"] } };
+  const mcp = `${JSON.stringify(json, null, 2)}\n`;
+  await Deno.writeTextFile(`${kimi}/mcp.json`, mcp);
+  const skill = skillText("config");
+  await Deno.writeTextFile(`${kimi}/skills/openviking-memory/SKILL.md`, skill);
+  return { config, mcp, skill };
+}
