@@ -87,8 +87,8 @@ function mergeIdentity(
     ? `the key saved for ${originOf(keyWasFor)}`
     : undefined;
   if (args.apiKey === "") {
+    if (doc.api_key !== undefined) settings.push({ name: "api_key", note: replaced });
     delete doc.api_key;
-    settings.push({ name: "api_key", note: replaced });
   } else if (args.apiKey !== undefined) {
     doc.api_key = args.apiKey;
     doc.url ??= keyWasFor;
@@ -101,10 +101,11 @@ function mergeIdentity(
   const ids = [["account", "account_id", args.account], ["user", "user_id", args.user]] as const;
   for (const [name, alias, value] of ids) {
     if (value === undefined) continue;
+    const had = doc[name] !== undefined || doc[alias] !== undefined;
     delete doc[alias];
     if (value === "") delete doc[name];
     else doc[name] = value;
-    settings.push({ name, shown: value || undefined });
+    if (value !== "" || had) settings.push({ name, shown: value || undefined }); // nothing deleted, nothing said
   }
   return undefined;
 }

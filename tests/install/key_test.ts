@@ -181,6 +181,16 @@ Deno.test("Enter at the prompt for another address than the saved key's deletes 
   assertEquals(await Deno.readTextFile(`${t.ov}/ovcli.conf.bak`), old);
 });
 
+Deno.test('--api-key "" where no key is saved says nothing of a key: nothing was deleted', async () => {
+  await using dir = await tempDir();
+  const t = await installSandbox(dir.path);
+  const credentials = { url: "http://elsewhere:1933", apiKey: "", account: "" };
+  assertEquals(await runInstall(t.ctx(await fakeCompiled(dir.path)), opts({ credentials })), 0, t.all());
+  assertStringIncludes(t.all(), "url = http://elsewhere:1933");
+  assertNotMatch(t.all(), /api_key deleted|account deleted/);
+  assertEquals(JSON.parse(await Deno.readTextFile(`${t.ov}/ovcli.conf`)), { url: "http://elsewhere:1933" });
+});
+
 const hasPty = posix &&
   await new Deno.Command("python3", { args: ["-c", "import pty"] }).output().then(
     (o) => o.success,
