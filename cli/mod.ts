@@ -4,7 +4,7 @@ import { parseArgs } from "node:util";
 import { HOOKS } from "../kimi/hooks.ts";
 import { VERSION } from "../lib/version.ts";
 import { commandName } from "../lib/self.ts";
-import { type Env, processEnv } from "../lib/paths.ts";
+import { type Env, processEnv, urlProblem } from "../lib/paths.ts";
 import { wrap } from "../lib/columns.ts";
 
 const PROGRAM = "openviking-kimi";
@@ -89,16 +89,6 @@ const dryRun = bool("print the changes as diffs and change nothing");
 const modes = ["config", "plugin"] as const;
 const choice = (help: string) => ({ type: "string", choices: modes, help }) as const;
 const mode = (value: string | undefined) => modes.find((m) => m === value);
-/** Why `given` is no server address to save ("" removes the saved one). */
-function urlProblem(given: string): string | undefined {
-  const url = URL.parse(given.trim().replace(/\/+$/, ""));
-  return given.trim() && !["http:", "https:"].includes(url?.protocol ?? "")
-    ? `--url "${given.replace(/\/\/[^/@]*@/, "//…@")}" is not an http(s) URL, e.g. http://127.0.0.1:1933`
-    : url?.username || url?.password
-    ? "--url carries a user name or password, which would be saved and shown as part of the address: " +
-      "give the address alone and the key with --api-key-stdin (or OPENVIKING_API_KEY)"
-    : undefined;
-}
 /** `kimi-home` as `kimiHome`, the name a handler takes. */
 type Camel<S> = S extends `${infer H}-${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S;
 const camelCase = (k: string) => k.replace(/-(\w)/g, (_, c) => c.toUpperCase());

@@ -12,7 +12,7 @@ import { HealthReply } from "./check.ts";
 import type { Context } from "./transaction.ts";
 import { asRecord, isRecord } from "../lib/parsed.ts";
 import { readJson } from "../lib/fs.ts";
-import type { Env } from "../lib/paths.ts";
+import { type Env, urlProblem } from "../lib/paths.ts";
 import { commandName } from "../lib/self.ts";
 import { USER_AGENT } from "../lib/version.ts";
 import { adviceFor, asSentence, isRootKeyRefusal } from "../openviking/advice.ts";
@@ -50,16 +50,8 @@ function mergeUrl(doc: Record<string, unknown>, given: string, settings: Setting
     settings.push({ name: "url", note: "the default http://127.0.0.1:1933 applies" });
     return undefined;
   }
-  const parsed = URL.parse(url);
-  if (!parsed || !["http:", "https:"].includes(parsed.protocol)) {
-    return `--url "${
-      given.replace(/\/\/[^/@]*@/, "//…@")
-    }" is not an http(s) URL, e.g. http://127.0.0.1:1933`;
-  }
-  if (parsed.username || parsed.password) {
-    return "--url carries a user name or password, which would be saved and shown as part of the address: " +
-      "give the address alone and the key with --api-key-stdin (or OPENVIKING_API_KEY)";
-  }
+  const problem = urlProblem(given);
+  if (problem) return problem;
   doc.url = url;
   settings.push({ name: "url", shown: url });
   return undefined;

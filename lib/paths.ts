@@ -130,3 +130,14 @@ export async function safeId(id: string): Promise<string> {
   if (cleaned === id && cleaned.length > 0 && cleaned.length <= 100 && !/\.prompt$/i.test(id)) return cleaned;
   return `${cleaned.slice(0, 80) || "id"}-${(await sha256Hex(id)).slice(0, 16)}`;
 }
+
+/** Why `given` is no server address to save ("" removes the saved one). */
+export function urlProblem(given: string): string | undefined {
+  const url = URL.parse(given.trim().replace(/\/+$/, ""));
+  return given.trim() && !["http:", "https:"].includes(url?.protocol ?? "")
+    ? `--url "${given.replace(/\/\/[^/@]*@/, "//…@")}" is not an http(s) URL, e.g. http://127.0.0.1:1933`
+    : url?.username || url?.password
+    ? "--url carries a user name or password, which would be saved and shown as part of the address: " +
+      "give the address alone and the key with --api-key-stdin (or OPENVIKING_API_KEY)"
+    : undefined;
+}
