@@ -34,7 +34,7 @@ import { dirName, type Env, homesFile, integrationDir, joinPath, kimiHome, orNoH
 import { COPY_FILES, COPY_RUN_FLAGS, productionFlags, releaseCopyLock, shellQuote } from "../lib/self.ts";
 import { VERSION } from "../lib/version.ts";
 
-/** The program the registrations run: config mode's command, the plugin's `bin/` file, its source, a note. */
+/** The program the registrations run: its command, the plugin's `bin/` file, its source, a note. */
 export interface Program {
   command: string;
   pluginBin: TreeFile;
@@ -52,7 +52,6 @@ const launcherOf = (dir: string) => joinPath(dir, "bin", EXECUTABLE_NAME);
 /** Plans putting the program in place, however this process runs, and the PATH command; or why not. */
 export async function planProgram(
   ctx: Context,
-  mode: "config" | "plugin",
   home: string,
   plan: Plan,
 ): Promise<Program | string> {
@@ -60,7 +59,7 @@ export async function planProgram(
   let program: Program;
   if (self.kind === "compiled") {
     const target = installedBinaryPath(env, os);
-    if ((mode === "config" || pathCommand(env, os)) && !(await sameBytes(self.execPath, target))) {
+    if (pathCommand(env, os) && !(await sameBytes(self.execPath, target))) {
       plan.steps.push(swapStep({
         describe: `copy ${self.execPath} to ${target}`,
         path: target,

@@ -29,14 +29,14 @@ async function holdCopy(copy: string) {
 }
 
 /**
- * Installed from this checkout (config mode, a copy placed) into its Kimi home and `more`, against a fake
+ * Installed from this checkout (a copy placed) into its Kimi home and `more`, against a fake
  * server: the copy's hooks run as Kimi runs them, one session per home.
  */
 async function installedHooks(path: string, fake: FakeOpenViking, more: string[] = []) {
   const t = await installSandbox(path, { OPENVIKING_URL: fake.url });
   for (const kimiHome of [t.kimi, ...more]) {
     await Deno.mkdir(kimiHome, { recursive: true });
-    await t.run(runInstall, { mode: "config", kimiHome });
+    await t.run(runInstall, { kimiHome });
   }
   const versions = versionsDir(t.ctx().env);
   const copy = `${versions}/${[...Deno.readDirSync(versions)][0].name}`;

@@ -25,21 +25,26 @@ import { commandName } from "../../lib/self.ts";
 import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { WORKER_ENV } from "../../kimi/detach.ts";
+import { writeConfigModeHome } from "./config_mode_home.ts";
 
-Deno.test("uninstall --purge deletes the config.toml.bak install made, byte-identical to config.toml, in each home", async () => {
+Deno.test("uninstall --purge deletes the config.toml.bak install made moving a config-mode home, in each home", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path, { OPENVIKING_URL: closedAddress() });
   const ctx = t.ctx(await fakeCompiled(dir.path));
   const second = `${t.home}/kimi2`;
   await Deno.mkdir(second, { recursive: true });
   const config = '# mine\ndefault_model = "k3"\n';
-  for (const home of [t.kimi, second]) await Deno.writeTextFile(`${home}/config.toml`, config);
+  const older: Record<string, string> = {};
+  for (const home of [t.kimi, second]) {
+    await Deno.writeTextFile(`${home}/config.toml`, config);
+    older[home] = (await writeConfigModeHome(home)).config;
+  }
   for (const kimiHome of [undefined, second]) {
     await t.run(runInstall, { kimiHome }, ctx);
   }
   for (const kimiHome of [second, undefined]) {
     const home = kimiHome ?? t.kimi;
-    assertEquals(await Deno.readTextFile(`${home}/config.toml.bak`), config);
+    assertEquals(await Deno.readTextFile(`${home}/config.toml.bak`), older[home]);
     const said = await t.run(runUninstall, { kimiHome, purge: true }, ctx);
     assertEquals(await Deno.readTextFile(`${home}/config.toml`), config);
     assertEquals(await exists(`${home}/config.toml.bak`), false, said);
@@ -489,8 +494,9 @@ Deno.test("uninstall --purge whose running capture is cut off mid-send while it 
   assertStringIncludes(said, "kc-s1: 2 message(s) not committed, cut off mid-send meanwhile: run");
   assertTrue(await exists(file), "its state stays");
   assertMatch(said, /nothing was changed/);
-  assertTrue(
-    await exists(`${t.kimi}/config.toml`) && (await Deno.readTextFile(`${t.kimi}/config.toml`)) !== "",
+  assertStringIncludes(
+    await Deno.readTextFile(`${t.kimi}/plugins/installed.json`),
+    "openviking-memory",
     said,
   );
 });
