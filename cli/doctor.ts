@@ -77,8 +77,8 @@ function hookCheck(state: KimiState, run: Run): Check {
   return twice.length
     ? c.fail(
       `hooks registered more than once (${twice.join(", ")}): every turn would be captured twice`,
-      `run ${run("install")} in the mode you want (it replaces its own other mode), or ` +
-        `${run("uninstall --mode config|plugin")}; remove OpenViking's Node plugin with ${removeUpstream}`,
+      `run ${run("install")} (it moves a config-mode registration to the plugin), or ${run("uninstall")}; ` +
+        `remove OpenViking's Node plugin with ${removeUpstream}`,
       detail,
     )
     : missing.length === HOOKS.length
@@ -299,7 +299,7 @@ async function commandChecks({ env, os }: DoctorContext, state: KimiState): Prom
     ? (p.root ? `${p.root} has no kimi.plugin.json` : "the record has no root directory")
     : p?.owner === "ours" && !(await exists(bin!)) && `${bin} is missing`;
   const broken = `plugins/installed.json registers "${PLUGIN_ID}", but its directory is incomplete: ${what}`;
-  const [install, uninstall] = [run("install"), run("uninstall --mode plugin")];
+  const [install, uninstall] = [run("install"), run("uninstall")];
   const fix = `run ${install} again (or ${uninstall} to drop the record)`;
   const checks = what ? [checkOf("plugin").fail(broken, fix)] : [];
   const registered = registeredPrograms(state, os);

@@ -23,7 +23,7 @@ const NOW = Date.parse("2026-11-30T12:00:00.000Z");
 async function setup(root: string, extra: Record<string, string>) {
   const t = await installSandbox(root, extra);
   const env = t.ctx().env;
-  const install = (mode: "config" | "plugin") => t.run(runInstall, { mode });
+  const install = () => t.run(runInstall);
   const doctor = () => runDoctor({ env, home: t.kimi, os: "posix", now: NOW });
   return { ...t, env, install, doctor };
 }
@@ -36,7 +36,7 @@ Deno.test("doctor: everything in place → no failure; queue and captures report
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start({ apiKey: "sk-doctor" });
   const t = await setup(dir.path, { OPENVIKING_URL: fake.url, OPENVIKING_API_KEY: "sk-doctor" });
-  await t.install("plugin");
+  await t.install();
   await enqueueCommit(pendingDir(t.env), "kc-1", "kc-1:0:assistant", NOW - 2 * 3_600_000);
   const state = {
     ...emptyState(),
@@ -81,7 +81,7 @@ Deno.test("doctor: wrong key, unknown protocol, nothing installed → failures w
 Deno.test("doctor: registered twice (config + plugin by hand) and a broken command are failures", async () => {
   await using dir = await tempDir();
   const t = await setup(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
-  await t.install("plugin");
+  await t.install();
   // A second registration written by hand, as a user copying the snippet would.
   await Deno.writeTextFile(
     `${t.kimi}/config.toml`,
@@ -100,7 +100,7 @@ Deno.test("doctor: registered twice (config + plugin by hand) and a broken comma
 Deno.test("doctor: a disabled plugin, a config Kimi rejects, a missing Kimi home", async () => {
   await using dir = await tempDir();
   const t = await setup(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
-  await t.install("plugin");
+  await t.install();
   const reg = JSON.parse(await Deno.readTextFile(`${t.kimi}/plugins/installed.json`));
   reg.plugins[0].enabled = false;
   await Deno.writeTextFile(`${t.kimi}/plugins/installed.json`, JSON.stringify(reg));
@@ -195,19 +195,17 @@ Deno.test("doctor: a Kimi home the record of homes no longer lists is a failure:
   await using dir = await tempDir();
   const t = await setup(dir.path, { OPENVIKING_URL: closedAddress() });
   const record = `${t.ov}/agent-integrations/kimicode/kimi-homes`;
-  for (const mode of ["config", "plugin"] as const) {
-    await t.install(mode);
-    assertEquals(byId(await t.doctor()).homes, undefined, "listed: nothing to say");
-    await Deno.remove(record);
-    const checks = await t.doctor();
-    const c = byId(checks).homes;
-    assertEquals(c?.status, "fail", renderChecks(checks));
-    assertStringIncludes(c.summary, `${record} does not list ${t.kimi}`);
-    assertStringIncludes(c.summary, "do nothing: no recall, no capture");
-    assertStringIncludes(c.fix!, "install`");
-    await t.install(mode);
-    assertEquals(byId(await t.doctor()).homes, undefined, "install lists the home again");
-  }
+  await t.install();
+  assertEquals(byId(await t.doctor()).homes, undefined, "listed: nothing to say");
+  await Deno.remove(record);
+  const checks = await t.doctor();
+  const c = byId(checks).homes;
+  assertEquals(c?.status, "fail", renderChecks(checks));
+  assertStringIncludes(c.summary, `${record} does not list ${t.kimi}`);
+  assertStringIncludes(c.summary, "do nothing: no recall, no capture");
+  assertStringIncludes(c.fix!, "install`");
+  await t.install();
+  assertEquals(byId(await t.doctor()).homes, undefined, "install lists the home again");
 });
 
 Deno.test("doctor: a config-mode home an older version left is named, with install as the fix", async () => {
@@ -219,6 +217,6 @@ Deno.test("doctor: a config-mode home an older version left is named, with insta
   assertEquals(hooks.status, "warn", renderChecks([hooks]));
   assertMatch(hooks.summary, /registered in config mode \(config\.toml\), which is gone/);
   assertStringIncludes(hooks.fix!, `\`${commandName(t.env)} install\`: it moves this home to the plugin`);
-  await t.install("plugin");
+  await t.install();
   assertEquals(byId(await t.doctor()).hooks.status, "ok", "after install: the plugin's hooks, once");
 });

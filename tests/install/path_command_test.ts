@@ -60,8 +60,8 @@ Deno.test({
     assertStringIncludes(out, `Command: openviking-kimi is ${command} — ${bin} is not on PATH: add it`);
     assertStringIncludes(out, `\`export PATH="${bin}:$PATH"\``);
     assertStringIncludes(out, `\`${command} doctor\` checks the setup`);
-    // Nothing answers at the address: the note's last two lines, the fix pointing to README's "No server yet?".
-    const [note, fix] = out.trimEnd().split("\n").slice(-2);
+    // Nothing answers at the address: the note and its fix pointing to README's "No server yet?".
+    const [note, fix] = out.trimEnd().split("\n").slice(-3, -1);
     assertMatch(
       note,
       new RegExp(`^Note: ${url} \\(from env\\): OpenViking at ${url} is not reachable: `),
@@ -94,7 +94,7 @@ Deno.test({
     // uninstall keeps it with the program (and says so); --purge removes it.
     assertMatch(
       await t.run(runUninstall, {}, { env: bare }),
-      new RegExp(`Files kept .*the command ${command}\\.$`, "m"),
+      new RegExp(`Files kept .*the command ${command}, `, "m"),
     );
     assertEquals((await shell(bare, `${command} version`)).trim(), VERSION);
     await t.run(runUninstall, { purge: true }, { env: bare });
@@ -121,7 +121,7 @@ Deno.test({
     );
     assertEquals(await Deno.readTextFile(`${bin}/openviking-kimi`), mine);
     // The shell would run that one: the note names ours by its path, and messages from this checkout its task.
-    const launcher = out.match(/^Hooks run: (\S+) hook <event>$/m)![1];
+    const launcher = `${out.match(/^The hooks run the program copy (\S+) /m)![1]}/bin/openviking-kimi`;
     assertMatch(out, new RegExp(`not ours.*; run ${launcher}\\.$`, "m"));
     assertStringIncludes(out, `\`deno task -q --config ${ROOT}/deno.json cli doctor\` checks the setup`);
     await t.run(runUninstall, { purge: true }, { env });
