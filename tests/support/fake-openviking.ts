@@ -143,8 +143,6 @@ export interface FakeOptions {
   rootKey?: string;
   /** The admin API's user list shows key prefixes only (`encryption.api_key_hashing.enabled`), never a key. */
   hashedKeys?: boolean;
-  /** An older server: /search/search has no context mode (context fields rejected). */
-  legacySearch?: boolean;
   /** /messages/batch does not exist: answer this status (404 or 405). */
   noBatch?: 404 | 405;
   /** An older server: no `/api/v1/pack/*` routes (404). */
@@ -704,16 +702,12 @@ export class FakeOpenViking {
     }
     if (method === "POST" && p === "/api/v1/search/search") {
       const b = requireObject(body);
-      if (this.options.legacySearch) {
-        forbidExtra(b, [...FIND_FIELDS, "session_id"]);
-      } else {
-        forbidExtra(b, SEARCH_FIELDS);
-        if (b.mode === "context" && b.target_uri !== undefined) {
-          throw new HttpError(400, "INVALID_ARGUMENT", "target_uri is not allowed with mode=context");
-        }
-        if (b.mode !== "context" && CONTEXT_FIELDS.some((f) => f in b)) {
-          throw new HttpError(400, "INVALID_ARGUMENT", "context fields require mode=context");
-        }
+      forbidExtra(b, SEARCH_FIELDS);
+      if (b.mode === "context" && b.target_uri !== undefined) {
+        throw new HttpError(400, "INVALID_ARGUMENT", "target_uri is not allowed with mode=context");
+      }
+      if (b.mode !== "context" && CONTEXT_FIELDS.some((f) => f in b)) {
+        throw new HttpError(400, "INVALID_ARGUMENT", "context fields require mode=context");
       }
       if (typeof b.query !== "string") throw new HttpError(400, "INVALID_ARGUMENT", "query is required");
       if (b.mode === "context") return this.contextFor?.(b) ?? this.context;
