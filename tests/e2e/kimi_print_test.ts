@@ -1,7 +1,7 @@
 /**
  * End to end in print mode (`kimi -p`, `kimi -S <id> -p`): the real Kimi Code CLI — every release of the
  * matrix (`KIMI_E2E_VERSIONS`, default 2.1.0 and 0.41.0; the legacy engine on 0.41.0) — our plugin installed
- * by `openviking-kimi install`, the fake OpenViking behind a gate.
+ * by `openviking-kimi install`, against the fake OpenViking.
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
@@ -243,7 +243,7 @@ for (const { version, legacy } of VARIANTS) {
           const turn = String(turn0.length / 2);
           await expectFakeSession(fake, ov, turn0, turn0.length / 2);
 
-          rig.gate.down();
+          await fake.down();
           const seen = fake.requests.length;
           const before = rig.model.chatRequests().length;
           const downPrompt = "second: the server is down now, RUN_TOOL anyway";
@@ -272,7 +272,7 @@ for (const { version, legacy } of VARIANTS) {
 
           await expectQueuedTurn(rig, ov, turn, downPrompt, seen);
 
-          await rig.gate.up();
+          await fake.up();
           const next = await rig.print("third: a new session after the outage");
           afterOutage = next;
           assertTrue(next.sessionId !== first.sessionId);
@@ -291,7 +291,7 @@ for (const { version, legacy } of VARIANTS) {
         "4: OpenViking hung → one prompt waits its budget and says memory is paused; the next waits for nothing",
         async () => {
           const normal = afterOutage!;
-          rig.gate.hang();
+          fake.hang();
           const hungPrompt = "second: the server hangs now";
           const opts = {
             sessionId: normal.sessionId,
@@ -300,7 +300,7 @@ for (const { version, legacy } of VARIANTS) {
           const hung = await rig.print(hungPrompt, opts);
           const againPrompt = "third: the server still hangs";
           const again = await rig.print(againPrompt, opts);
-          await rig.gate.up();
+          await fake.up();
           console.log(
             `  kimi -p against a hung OpenViking: ${hung.durationMs} ms, then ${again.durationMs} ms ` +
               `(answering: ${normal.durationMs} ms)`,
