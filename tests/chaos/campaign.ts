@@ -94,7 +94,7 @@ function drawFault(rng: Rng, kind: number): Fault {
 }
 
 /** A fault of a schedule's plan, with its kind. */
-export type PlannedFault = { kind: number; fault: Fault };
+type PlannedFault = { kind: number; fault: Fault };
 
 /**
  * The server faults of each of `stages` stages of the schedule of `seed`, drawn from `rng`: a stage has one
@@ -102,7 +102,7 @@ export type PlannedFault = { kind: number; fault: Fault };
  * mod FAULT_KINDS` — so any FAULT_KINDS consecutive seeds (a default run's 12 schedules) draw every kind at
  * least once, and a seed still gives the same plan on every run.
  */
-export function faultPlan(rng: Rng, seed: number, stages: number): PlannedFault[][] {
+function faultPlan(rng: Rng, seed: number, stages: number): PlannedFault[][] {
   const forced = ((seed % FAULT_KINDS) + FAULT_KINDS) % FAULT_KINDS;
   const forcedStage = rng.int(0, stages - 1);
   const planned = (kind: number): PlannedFault => ({ kind, fault: drawFault(rng, kind) });

@@ -1,8 +1,7 @@
 /**
  * The end-to-end rig: the REAL Kimi Code CLI (tests/support/kimi.ts) with openviking-kimi installed by our
  * own `install` command into a temporary HOME / KIMI_CODE_HOME, a scripted model server, and an OpenViking
- * server (the in-process fake, or the real one) reached through a {@link Gate} that the tests can close
- * ("server down": connections are refused) and reopen on the same port ("server back").
+ * server: the in-process fake (which the tests take down, hang and bring back on its port), or the real one.
  */
 
 import { join } from "node:path";
@@ -39,7 +38,7 @@ import { OFFERED_TOOLS } from "../support/fake-mcp.ts";
 /** How the plugin is installed into Kimi. */
 export type Mode = "plugin";
 
-/** Options every e2e `Deno.test` uses: Kimi's detached hook workers and the gate outlive single ops. */
+/** Options every e2e `Deno.test` uses: Kimi's detached hook workers outlive single ops. */
 export const E2E_TEST = { sanitizeOps: false, sanitizeResources: false } as const;
 
 /** The prefix Kimi gives our MCP tools in each install mode (observed in the tool list Kimi sends). */
@@ -100,94 +99,6 @@ export async function kimiOrSkip(version: string, what: string): Promise<KimiIns
     return undefined;
   }
   return r;
-}
-
-/** A loopback TCP forwarder in front of an OpenViking server. */
-class Gate {
-  readonly port: number;
-  readonly #target: { hostname: string; port: number };
-  #listener: Deno.Listener | undefined;
-  #hung = false;
-  readonly #conns = new Set<Deno.Conn>();
-
-  private constructor(port: number, target: { hostname: string; port: number }) {
-    this.port = port;
-    this.#target = target;
-  }
-
-  /** Opens a gate on a free port forwarding to `targetUrl` (http://host:port). */
-  static start(targetUrl: string): Gate {
-    const url = new URL(targetUrl);
-    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-    const target = { hostname: url.hostname, port: Number(url.port || 80) };
-    const gate = new Gate((listener.addr as Deno.NetAddr).port, target);
-    gate.#serve(listener);
-    return gate;
-  }
-
-  /** The URL clients use. */
-  get url(): string {
-    return `http://127.0.0.1:${this.port}`;
-  }
-
-  #serve(listener: Deno.Listener): void {
-    this.#listener = listener;
-    (async () => {
-      try {
-        for await (const conn of listener) void this.#forward(conn);
-      } catch { /* listener closed */ }
-    })();
-  }
-
-  async #forward(conn: Deno.Conn): Promise<void> {
-    this.#conns.add(conn);
-    if (this.#hung) return; // held until the client gives up or the gate changes
-    let upstream: Deno.Conn | undefined;
-    try {
-      upstream = await Deno.connect(this.#target);
-      this.#conns.add(upstream);
-      await Promise.allSettled([
-        conn.readable.pipeTo(upstream.writable),
-        upstream.readable.pipeTo(conn.writable),
-      ]);
-    } catch {
-      /* either side went away */
-    } finally {
-      for (const c of [conn, upstream]) if (c) this.#close(c);
-    }
-  }
-
-  #close(c: Deno.Conn): void {
-    this.#conns.delete(c);
-    try {
-      c.close();
-    } catch { /* already closed */ }
-  }
-
-  /** Refuses connections from now on and cuts the open ones. */
-  down(): void {
-    this.#listener?.close();
-    this.#listener = undefined;
-    for (const c of [...this.#conns]) this.#close(c);
-  }
-
-  /** An open gate takes connections from now on and never answers; `up()` forwards again. */
-  hang(): void {
-    this.#hung = true;
-  }
-
-  /** Forwards connections again, on the same port (the ones a hung gate held are cut). */
-  async up(): Promise<void> {
-    if (this.#hung) this.down();
-    this.#hung = false;
-    if (this.#listener) return;
-    const listen = () => {
-      try {
-        return Deno.listen({ hostname: "127.0.0.1", port: this.port });
-      } catch { /* the port is not free again yet */ }
-    };
-    this.#serve(await waitUntil(listen, 5000, `port ${this.port} to listen again`, 50));
-  }
 }
 
 /** The model the e2e tests script. */
@@ -291,40 +202,34 @@ interface RigOptions {
   workDirName?: string;
 }
 
-/** One Kimi home with our plugin installed, its model server, OpenViking (fake or real) and the gate. */
+/** One Kimi home with our plugin installed, its model server and OpenViking (fake or real). */
 export class Rig {
-  readonly mode: Mode;
-  readonly env: KimiEnv;
-  readonly model: ModelServer;
-  readonly gate: Gate;
-  /** The fake (absent when a real server is used). */
-  readonly fake: FakeOpenViking | undefined;
   /** The API key the fake demands on every request (install passes it with `--api-key`). */
   readonly apiKey: string | undefined;
-  /** The rig made its temp dir (no `root` option), so it removes it. */
-  #ownsRoot = true;
 
-  private constructor(mode: Mode, env: KimiEnv, model: ModelServer, gate: Gate, fake?: FakeOpenViking) {
-    this.mode = mode;
-    this.env = env;
-    this.model = model;
-    this.gate = gate;
-    this.fake = fake;
+  /** `fake`: absent when a real server is used; `ownsRoot`: the rig made its temp dir, so it removes it. */
+  private constructor(
+    readonly mode: Mode,
+    readonly env: KimiEnv,
+    readonly model: ModelServer,
+    readonly url: string,
+    readonly fake: FakeOpenViking | undefined,
+    private readonly ownsRoot: boolean,
+  ) {
     this.apiKey = fake?.options.apiKey;
   }
 
-  /** The connection arguments of `install`: the gate's URL (and the fake's API key). */
+  /** The connection arguments of `install`: the server's URL (and the fake's API key). */
   get credentialArgs(): string[] {
-    return ["--url", this.gate.url, ...(this.apiKey ? ["--api-key", this.apiKey] : [])];
+    return ["--url", this.url, ...(this.apiKey ? ["--api-key", this.apiKey] : [])];
   }
 
-  /** Starts the servers, creates the Kimi home and runs `openviking-kimi install --mode <mode> --url <gate>`. */
+  /** Starts the servers, creates the Kimi home and runs `openviking-kimi install --mode <mode> --url <server>`. */
   static async create(install: KimiInstall, opts: RigOptions): Promise<Rig> {
     const fake = opts.serverUrl
       ? undefined
       : await FakeOpenViking.start({ mcp: { sse: true }, apiKey: `ovk-e2e-${crypto.randomUUID()}` });
     if (fake) fake.contextFor = echoContext;
-    const gate = Gate.start(opts.serverUrl ?? fake!.url);
     const model = await ModelServer.start(e2eScript(opts.mode));
     const env = await KimiEnv.create(install, {
       baseUrl: model.baseUrl,
@@ -333,8 +238,7 @@ export class Rig {
       // A temporary HOME would give deno an empty module cache: the hooks share the test's.
       env: { ...denoEnv(), OPENVIKING_DEBUG: "1", ...opts.env },
     });
-    const rig = new Rig(opts.mode, env, model, gate, fake);
-    rig.#ownsRoot = opts.root === undefined;
+    const rig = new Rig(opts.mode, env, model, opts.serverUrl ?? fake!.url, fake, opts.root === undefined);
     if (!opts.noInstall) {
       const r = await rig.cli([
         "install",
@@ -406,7 +310,6 @@ export class Rig {
 
   /** Stops everything and removes the Kimi home. */
   async dispose(): Promise<void> {
-    this.gate.down();
     await this.env.dispose();
     await this.model.close();
     await this.fake?.close();
@@ -416,7 +319,7 @@ export class Rig {
       if (!await Deno.stat(root).then(() => true, () => false)) return true;
       await Deno.remove(root, { recursive: true }).catch(() => {});
     };
-    if (this.#ownsRoot) await waitUntil(gone, 3000, "the rig's root removed", 300).catch(() => {});
+    if (this.ownsRoot) await waitUntil(gone, 3000, "the rig's root removed", 300).catch(() => {});
   }
 
   /** Disposes at the end of an `await using` scope. */

@@ -1,7 +1,7 @@
 /**
  * End to end in print mode (`kimi -p`, `kimi -S <id> -p`): the real Kimi Code CLI — every release of the
  * matrix (`KIMI_E2E_VERSIONS`, default 2.1.0 and 0.41.0; the legacy engine on 0.41.0) — our plugin installed
- * by `openviking-kimi install` in config mode and in plugin mode, the fake OpenViking behind a gate.
+ * by `openviking-kimi install`, against the fake OpenViking.
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
@@ -35,37 +35,24 @@ import {
 } from "./harness.ts";
 import { expectBackAfterOutage, expectQueuedTurn } from "./surfaces.ts";
 
-const MODES: Mode[] = ["plugin"];
-
 /**
  * The hung step's prompt budget (the default is 8 s): "waits its budget once, then nothing" holds with any; a
  * turn that waited out half of it more than a normal turn did waited for OpenViking.
  */
 const HUNG_BUDGET_MS = 2000;
 
-/** A Kimi version, install mode and engine to run the print scenarios with. */
-interface Variant {
-  version: string;
-  mode: Mode;
-  /** The legacy engine (`KIMI_CODE_LEGACY_FLAG=1`, wire protocol 1.4; optional, 0.41.0 only). */
-  legacy: boolean;
-  /**
-   * Run the fault steps (failed turn, SIGINT, server down, server hung); the legacy engine only the failed
-   * turn (its turn never closes): the queue and the budget do not depend on the engine.
-   */
-  faults: boolean;
-}
-
-const VARIANTS: Variant[] = [
-  ...kimiE2eVersions().flatMap((version) =>
-    MODES.map((mode) => ({ version, mode, legacy: false, faults: true }))
-  ),
-  ...kimiE2eVersions().includes("0.41.0")
-    ? [{ version: "0.41.0", mode: "plugin" as const, legacy: true, faults: true }]
-    : [],
+/**
+ * A Kimi version and engine to run the print scenarios with (`legacy`: `KIMI_CODE_LEGACY_FLAG=1`, wire
+ * protocol 1.4, 0.41.0 only; it runs only the failed turn of the fault steps, its turn never closes: the queue
+ * and the budget do not depend on the engine).
+ */
+const VARIANTS: { version: string; legacy: boolean }[] = [
+  ...kimiE2eVersions().map((version) => ({ version, legacy: false })),
+  ...kimiE2eVersions().includes("0.41.0") ? [{ version: "0.41.0", legacy: true }] : [],
 ];
+const mode: Mode = "plugin";
 
-for (const { version, mode, legacy, faults } of VARIANTS) {
+for (const { version, legacy } of VARIANTS) {
   const name = `e2e kimi ${version}${legacy ? " legacy engine" : ""} -p, ${mode} mode`;
   const install = await kimiOrSkip(version, name);
   Deno.test({ name, ignore: !install, ...E2E_TEST }, async (t) => {
@@ -111,14 +98,18 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
         assertRecallBeforeEachPrompt(rig, prompts, legacy);
         for (const r of rig.mainRequests()) {
           const profiles = r.body.messages.map(messageText).filter((x) => x.includes("Profile (viking://"));
-          assertEquals(profiles.length, 0, "the profile in the system prompt, not the transcript");
+          assertEquals(profiles.length, 0, "the profile is in the system prompt, not the messages");
           assertStringIncludes(r.system, "Name: Test User");
         }
         assertTurnsClean(rig, ov, prompts);
         assertEquals(fake.requestsTo("POST /api/v1/search/search").length, prompts.length, "no other search");
         const profiles = (await rig.hookRuns()).filter((r) => r.event === "user-prompt-submit")
           .map((r) => r.profile);
-        assertEquals(profiles, prompts.map(() => "system-prompt"), "the profile never by the prompt hook");
+        assertEquals(
+          profiles,
+          prompts.map(() => "system-prompt"),
+          "the prompt hook leaves the profile alone",
+        );
         assertEquals(fake.requestsTo("POST /api/v1/sessions/:id/commit").length, 4);
 
         const keyed = (q: { path: string; headers: Record<string, string> }) =>
@@ -140,9 +131,7 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
         const r = await rig.print(prompt);
         const reqs = rig.model.chatRequests().slice(before);
         const prefix = MCP_PREFIX[mode];
-        const other = "mcp__openviking__"; // an older config-mode install's prefix
         assertEquals(mcpTools(reqs[0]), offeredTools(mode));
-        assertTrue(!reqs[0].toolNames.some((n) => n.startsWith(other)), `no ${other}* tools`);
         const calls = fake.mcp.receivedMethod("tools/call").map((m) => m.params);
         assertEquals(calls, [{ name: "search", arguments: MCP_ARGS }]);
         const [searched, refused] = reqs.filter((q) => q.hasToolResult).map((q) => q.lastToolOutput ?? "");
@@ -162,206 +151,204 @@ for (const { version, mode, legacy, faults } of VARIANTS) {
       },
     );
 
-    if (faults) {
+    await t.step(
+      "a failed turn (provider error): exit 1; its prompt alone reaches OpenViking at once, committed",
+      async () => {
+        const prompt = "this turn will FAIL_TURN at the provider";
+        const r = await rig.env.print(prompt, { timeoutMs: 90_000 });
+        assertEquals(r.code, 1, `kimi -p exits 1 on a provider error:\n${r.stderr}`);
+        assertTrue(r.sessionId, "the failed run's session is in session_index.jsonl");
+        await expectFakeSession(fake, `kc-${r.sessionId}`, [["0", "user", prompt]], 1);
+      },
+    );
+
+    // 0.41.0/0.42.0's v2 engine writes no end marker before it dies: that turn stays open (fixture
+    // closed-stdout). No memory: print mode shows a recall on stdout, and Kimi would die at that block,
+    // before the prompt. Kimi queues the turn's records before Stop but
+    // appends them one fsync'd batch at a time: under load it dies at the EPIPE with them still in memory
+    // (ARCHITECTURE 9). Then only the prompt is left, in the journal's open turn and the prompt
+    // hook's kept prompts.
+    if (!/^0\.4[12]\./.test(version)) {
       await t.step(
-        "a failed turn (provider error): exit 1; its prompt alone reaches OpenViking at once, committed",
+        "`kimi -p … | head -1`: Kimi dies of EPIPE right after Stop; what its journal kept reaches OpenViking — the whole turn from Stop, or, when Kimi died before writing the turn's end, its prompt from a later session's start once idle",
         async () => {
-          const prompt = "this turn will FAIL_TURN at the provider";
-          const r = await rig.env.print(prompt, { timeoutMs: 90_000 });
-          assertEquals(r.code, 1, `kimi -p exits 1 on a provider error:\n${r.stderr}`);
-          assertTrue(r.sessionId, "the failed run's session is in session_index.jsonl");
-          await expectFakeSession(fake, `kc-${r.sessionId}`, [["0", "user", prompt]], 1);
+          const prompt = "The deploy window is Thursday 14:00 UTC.";
+          const answer = "Noted: Thursday 14:00 UTC.\n\n- second line\n- third line";
+          const recall = fake.contextFor;
+          fake.contextFor = () => ({ entries: [], rendered: "", digest: "", stats: { used_tokens: 0 } });
+          rig.model.enqueue({ kind: "text", text: answer });
+          const kimi = [rig.env.install.node, rig.env.install.main, "-p", prompt].map(shQuote).join(" ");
+          const out = await new Deno.Command("bash", {
+            args: ["-c", `${kimi} | head -1; exit "\${PIPESTATUS[0]}"`],
+            cwd: rig.env.workDir,
+            env: rig.env.env(),
+            clearEnv: true,
+            stdin: "null",
+            stdout: "piped",
+            stderr: "piped",
+          }).output().finally(() => fake.contextFor = recall);
+          const dec = new TextDecoder();
+          assertEquals(dec.decode(out.stdout), "• Noted: Thursday 14:00 UTC.\n");
+          assertEquals(out.code, 1, `Kimi dies writing into the closed pipe:\n${dec.decode(out.stderr)}`);
+          const sessionId = rig.env.sessionIndex().at(-1)!.sessionId;
+          const ov = `kc-${sessionId}`;
+          await rig.capturedBy(sessionId, "stop"); // Kimi is gone: its journal is final
+          const wire = await Deno.readTextFile(rig.env.journalPath(sessionId));
+          if (wire.includes(`"type":"agent.turn.ended"`)) {
+            await expectFakeSession(fake, ov, [["0", "user", prompt], ["0", "assistant", answer]], 1);
+            return;
+          }
+          console.log(
+            "  Kimi died before its journal had the turn's end: the prompt goes at a later start",
+          );
+          assertEquals(fakeMessages(fake, ov), [], "Stop sent nothing of a turn its journal never closed");
+          await asIfIdle(rig, sessionId, 10 * 60_000);
+          await rig.print("a later session, after the idle commit time");
+          await expectFakeSession(fake, ov, [["undefined", "user", prompt]], 1); // a kept prompt: no turn id
+        },
+      );
+    }
+
+    if (!legacy) {
+      await t.step(
+        "4 (print mode): SIGINT during a slow answer → the partial turn is captured by Interrupt",
+        async () => {
+          const prompt = "tell me a long SLOW story, then stop";
+          const run = rig.env.startPrint(prompt);
+          await rig.model.waitForChat((r) => r.prompt === prompt);
+          await new Promise((r) => setTimeout(r, 1500)); // some tokens stream: the cut is what is tested
+          run.kill("SIGINT");
+          const r = await run.result;
+          assertEquals(r.code, 130, r.stderr);
+          const sessionId = rig.env.sessionIndex().at(-1)!.sessionId;
+          const ov = `kc-${sessionId}`;
+          const [user, assistant] = await atFake(fake, ov, 2);
+          assertEquals(user, ["0", "user", prompt]);
+          assertTrue(
+            assistant[1] === "assistant" && SLOW_TEXT.startsWith(assistant[2]) && assistant[2].length > 0 &&
+              assistant[2].length < SLOW_TEXT.length,
+            `a strict prefix of the slow answer: ${assistant[2]}`,
+          );
+          await expectFakeSession(fake, ov, [user, assistant], 1);
+          await rig.capturedBy(sessionId, "interrupt", 10_000);
         },
       );
 
-      // 0.41.0/0.42.0's v2 engine writes no end marker before it dies: that turn stays open (fixture
-      // closed-stdout). Plugin mode, no memory: print mode shows a recall (or config mode's profile) on stdout,
-      // and Kimi would die at that block, before the prompt. Kimi queues the turn's records before Stop but
-      // appends them one fsync'd batch at a time: under load it dies at the EPIPE with them still in memory
-      // (ARCHITECTURE 9). Then only the prompt is left, in the journal's open turn and the prompt
-      // hook's kept prompts.
-      if (mode === "plugin" && !/^0\.4[12]\./.test(version)) {
-        await t.step(
-          "`kimi -p … | head -1`: Kimi dies of EPIPE right after Stop; what its journal kept reaches OpenViking — the whole turn from Stop, or, when Kimi died before writing the turn's end, its prompt from a later session's start once idle",
-          async () => {
-            const prompt = "The deploy window is Thursday 14:00 UTC.";
-            const answer = "Noted: Thursday 14:00 UTC.\n\n- second line\n- third line";
-            const recall = fake.contextFor;
-            fake.contextFor = () => ({ entries: [], rendered: "", digest: "", stats: { used_tokens: 0 } });
-            rig.model.enqueue({ kind: "text", text: answer });
-            const kimi = [rig.env.install.node, rig.env.install.main, "-p", prompt].map(shQuote).join(" ");
-            const out = await new Deno.Command("bash", {
-              args: ["-c", `${kimi} | head -1; exit "\${PIPESTATUS[0]}"`],
-              cwd: rig.env.workDir,
-              env: rig.env.env(),
-              clearEnv: true,
-              stdin: "null",
-              stdout: "piped",
-              stderr: "piped",
-            }).output().finally(() => fake.contextFor = recall);
-            const dec = new TextDecoder();
-            assertEquals(dec.decode(out.stdout), "• Noted: Thursday 14:00 UTC.\n");
-            assertEquals(out.code, 1, `Kimi dies writing into the closed pipe:\n${dec.decode(out.stderr)}`);
-            const sessionId = rig.env.sessionIndex().at(-1)!.sessionId;
-            const ov = `kc-${sessionId}`;
-            await rig.capturedBy(sessionId, "stop"); // Kimi is gone: its journal is final
-            const wire = await Deno.readTextFile(rig.env.journalPath(sessionId));
-            if (wire.includes(`"type":"agent.turn.ended"`)) {
-              await expectFakeSession(fake, ov, [["0", "user", prompt], ["0", "assistant", answer]], 1);
-              return;
-            }
-            console.log(
-              "  Kimi died before its journal had the turn's end: the prompt goes at a later start",
-            );
-            assertEquals(fakeMessages(fake, ov), [], "Stop sent nothing of a turn its journal never closed");
-            await asIfIdle(rig, sessionId, 10 * 60_000);
-            await rig.print("a later session, after the idle commit time");
-            await expectFakeSession(fake, ov, [["undefined", "user", prompt]], 1); // a kept prompt: no turn id
-          },
-        );
-      }
+      await t.step(
+        "3: OpenViking down → Kimi answers at once, writes wait in the queue (0600), replayed once at the next session start",
+        async () => {
+          const first = kept!.run;
+          const ov = `kc-${first.sessionId}`;
+          const turn0 = kept!.held;
+          const turn = String(turn0.length / 2);
+          await expectFakeSession(fake, ov, turn0, turn0.length / 2);
 
-      if (!legacy) {
-        await t.step(
-          "4 (print mode): SIGINT during a slow answer → the partial turn is captured by Interrupt",
-          async () => {
-            const prompt = "tell me a long SLOW story, then stop";
-            const run = rig.env.startPrint(prompt);
-            await rig.model.waitForChat((r) => r.prompt === prompt);
-            await new Promise((r) => setTimeout(r, 1500)); // some tokens stream: the cut is what is tested
-            run.kill("SIGINT");
-            const r = await run.result;
-            assertEquals(r.code, 130, r.stderr);
-            const sessionId = rig.env.sessionIndex().at(-1)!.sessionId;
-            const ov = `kc-${sessionId}`;
-            const [user, assistant] = await atFake(fake, ov, 2);
-            assertEquals(user, ["0", "user", prompt]);
-            assertTrue(
-              assistant[1] === "assistant" && SLOW_TEXT.startsWith(assistant[2]) && assistant[2].length > 0 &&
-                assistant[2].length < SLOW_TEXT.length,
-              `a strict prefix of the slow answer: ${assistant[2]}`,
-            );
-            await expectFakeSession(fake, ov, [user, assistant], 1);
-            await rig.capturedBy(sessionId, "interrupt", 10_000);
-          },
-        );
+          await fake.down();
+          const seen = fake.requests.length;
+          const before = rig.model.chatRequests().length;
+          const downPrompt = "second: the server is down now, RUN_TOOL anyway";
+          const down = await rig.print(downPrompt, { sessionId: first.sessionId });
+          assertStringIncludes(down.stdout, "The tool has finished.");
+          const [downRun] = (await promptRuns(rig, first.sessionId!)).slice(-1);
+          // It waited for nothing, proved by the path it took, not by a time that load stretches: the
+          // connection was refused (`CONNECT`, not `TIMEOUT` or a spent budget), and nothing else in the
+          // turn waits for OpenViking (Stop captures in a detached worker).
+          assertEquals(
+            [downRun.failure?.kind, downRun.failure?.code],
+            ["unreachable", "CONNECT"],
+            `the prompt hook was refused at once: ${JSON.stringify(downRun)}`,
+          );
+          console.log(
+            `  kimi -p with OpenViking down: ${down.durationMs} ms, its prompt hook ${downRun.ms} ms ` +
+              `(up: ${first.durationMs} ms)`,
+          );
+          const downReqs = rig.model.chatRequests().slice(before);
+          const beside = besidePrompt(downReqs[0].body.messages, downPrompt, legacy);
+          assertTrue(
+            beside && !isHookResult(beside),
+            "no recall without a server, and no error text either",
+          );
+          assertEquals(mcpTools(downReqs[0]), offeredTools(mode));
 
-        await t.step(
-          "3: OpenViking down → Kimi answers at once, writes wait in the queue (0600), replayed once at the next session start",
-          async () => {
-            const first = kept!.run;
-            const ov = `kc-${first.sessionId}`;
-            const turn0 = kept!.held;
-            const turn = String(turn0.length / 2);
-            await expectFakeSession(fake, ov, turn0, turn0.length / 2);
+          await expectQueuedTurn(rig, ov, turn, downPrompt, seen);
 
-            rig.gate.down();
-            const seen = fake.requests.length;
-            const before = rig.model.chatRequests().length;
-            const downPrompt = "second: the server is down now, RUN_TOOL anyway";
-            const down = await rig.print(downPrompt, { sessionId: first.sessionId });
-            assertStringIncludes(down.stdout, "The tool has finished.");
-            const [downRun] = (await promptRuns(rig, first.sessionId!)).slice(-1);
-            // It waited for nothing, proved by the path it took, not by a time that load stretches: the
-            // connection was refused (`CONNECT`, not `TIMEOUT` or a spent budget), and nothing else in the
-            // turn waits for OpenViking (Stop captures in a detached worker).
-            assertEquals(
-              [downRun.failure?.kind, downRun.failure?.code],
-              ["unreachable", "CONNECT"],
-              `the prompt hook was refused at once: ${JSON.stringify(downRun)}`,
-            );
-            console.log(
-              `  kimi -p with OpenViking down: ${down.durationMs} ms, its prompt hook ${downRun.ms} ms ` +
-                `(up: ${first.durationMs} ms)`,
-            );
-            const downReqs = rig.model.chatRequests().slice(before);
-            const beside = besidePrompt(downReqs[0].body.messages, downPrompt, legacy);
-            assertTrue(
-              beside && !isHookResult(beside),
-              "no recall without a server, and no error text either",
-            );
-            assertEquals(mcpTools(downReqs[0]), offeredTools(mode));
+          await fake.up();
+          const next = await rig.print("third: a new session after the outage");
+          afterOutage = next;
+          assertTrue(next.sessionId !== first.sessionId);
+          await expectFakeSession(fake, ov, [
+            ...turn0,
+            [turn, "user", downPrompt],
+            [turn, "assistant", TOOL_TURN_ANSWER],
+          ], turn0.length / 2 + 1);
+          await expectBackAfterOutage(rig, `kc-${next.sessionId}`, ov, seen);
+          const recalled = rig.mainRequests().at(-1)!.body.messages.find(isHookResult)!;
+          assertMatch(messageText(recalled), /openviking-context/);
+        },
+      );
 
-            await expectQueuedTurn(rig, ov, turn, downPrompt, seen);
-
-            await rig.gate.up();
-            const next = await rig.print("third: a new session after the outage");
-            afterOutage = next;
-            assertTrue(next.sessionId !== first.sessionId);
-            await expectFakeSession(fake, ov, [
-              ...turn0,
-              [turn, "user", downPrompt],
-              [turn, "assistant", TOOL_TURN_ANSWER],
-            ], turn0.length / 2 + 1);
-            await expectBackAfterOutage(rig, `kc-${next.sessionId}`, ov, seen);
-            const recalled = rig.mainRequests().at(-1)!.body.messages.find(isHookResult)!;
-            assertMatch(messageText(recalled), /openviking-context/);
-          },
-        );
-
-        await t.step(
-          "4: OpenViking hung → one prompt waits its budget and says memory is paused; the next waits for nothing",
-          async () => {
-            const normal = afterOutage!;
-            rig.gate.hang();
-            const hungPrompt = "second: the server hangs now";
-            const opts = {
-              sessionId: normal.sessionId,
-              env: { OPENVIKING_PROMPT_BUDGET_MS: `${HUNG_BUDGET_MS}` },
-            };
-            const hung = await rig.print(hungPrompt, opts);
-            const againPrompt = "third: the server still hangs";
-            const again = await rig.print(againPrompt, opts);
-            await rig.gate.up();
-            console.log(
-              `  kimi -p against a hung OpenViking: ${hung.durationMs} ms, then ${again.durationMs} ms ` +
-                `(answering: ${normal.durationMs} ms)`,
+      await t.step(
+        "4: OpenViking hung → one prompt waits its budget and says memory is paused; the next waits for nothing",
+        async () => {
+          const normal = afterOutage!;
+          fake.hang();
+          const hungPrompt = "second: the server hangs now";
+          const opts = {
+            sessionId: normal.sessionId,
+            env: { OPENVIKING_PROMPT_BUDGET_MS: `${HUNG_BUDGET_MS}` },
+          };
+          const hung = await rig.print(hungPrompt, opts);
+          const againPrompt = "third: the server still hangs";
+          const again = await rig.print(againPrompt, opts);
+          await fake.up();
+          console.log(
+            `  kimi -p against a hung OpenViking: ${hung.durationMs} ms, then ${again.durationMs} ms ` +
+              `(answering: ${normal.durationMs} ms)`,
+          );
+          /** What the model got beside `prompt` in the turn's first request. */
+          const besideOf = (prompt: string) => {
+            const req = rig.mainRequests().find((r) =>
+              r.body.messages.some((m) => m.role === "user" && messageText(m) === prompt)
             );
-            /** What the model got beside `prompt` in the turn's first request. */
-            const besideOf = (prompt: string) => {
-              const req = rig.mainRequests().find((r) =>
-                r.body.messages.some((m) => m.role === "user" && messageText(m) === prompt)
-              );
-              return req && besidePrompt(req.body.messages, prompt, legacy);
-            };
-            const prompts = await promptRuns(rig, normal.sessionId!);
-            const told = besideOf(hungPrompt);
-            const ledger = JSON.stringify(prompts.slice(-3));
-            assertTrue(
-              told && isHookResult(told),
-              `the hook's output reached the model; the ledger's prompts: ${ledger}`,
-            );
-            assertMatch(
-              messageText(told!),
-              /^<hook_result hook_event="UserPromptSubmit">\nopenviking-kimi: memory paused — OpenViking at http:\/\/127\.0\.0\.1:\d+ did not answer; `[^`\n]+ status` says why\n<\/hook_result>$/,
-            );
-            const beside = besideOf(againPrompt);
-            assertTrue(beside && !isHookResult(beside), "told once: nothing printed the second time");
-            assertEquals(prompts.slice(-2).map((e) => e.kind === "prompt" && e.path), ["paused", "paused"]);
-            assertTrue(prompts.at(-2)!.ms > HUNG_BUDGET_MS / 2, "the first prompt waited for the server");
-            assertTrue(prompts.at(-2)!.failure, "the first asked the server and gave up on it");
-            // Kimi ran the turn only after the hook's wait (a time within one run; another turn's length varies
-            // by more than the budget under load).
-            assertTrue(hung.durationMs >= prompts.at(-2)!.ms, "the first turn waited for it");
-            // The second waited for nothing, proved by what it did, not by a time that load stretches: it
-            // took the open breaker's path, which asks no server (a probe goes detached), and failed nothing.
-            const runs = (await rig.hookRuns()).filter((r) =>
-              r.source === "kimicode:user-prompt-submit" && r.session === normal.sessionId
-            );
-            const second = runs.at(-1)!;
-            assertEquals(
-              prompts.at(-1)!.failure,
-              undefined,
-              `the second asked nothing: ${JSON.stringify(second)}`,
-            );
-            assertEquals(
-              [second.outcome, typeof second.probing],
-              ["paused", "boolean"],
-              JSON.stringify(second),
-            );
-          },
-        );
-      }
+            return req && besidePrompt(req.body.messages, prompt, legacy);
+          };
+          const prompts = await promptRuns(rig, normal.sessionId!);
+          const told = besideOf(hungPrompt);
+          const ledger = JSON.stringify(prompts.slice(-3));
+          assertTrue(
+            told && isHookResult(told),
+            `the hook's output reached the model; the ledger's prompts: ${ledger}`,
+          );
+          assertMatch(
+            messageText(told!),
+            /^<hook_result hook_event="UserPromptSubmit">\nopenviking-kimi: memory paused — OpenViking at http:\/\/127\.0\.0\.1:\d+ did not answer; `[^`\n]+ status` says why\n<\/hook_result>$/,
+          );
+          const beside = besideOf(againPrompt);
+          assertTrue(beside && !isHookResult(beside), "told once: nothing printed the second time");
+          assertEquals(prompts.slice(-2).map((e) => e.kind === "prompt" && e.path), ["paused", "paused"]);
+          assertTrue(prompts.at(-2)!.ms > HUNG_BUDGET_MS / 2, "the first prompt waited for the server");
+          assertTrue(prompts.at(-2)!.failure, "the first asked the server and gave up on it");
+          // Kimi ran the turn only after the hook's wait (a time within one run; another turn's length varies
+          // by more than the budget under load).
+          assertTrue(hung.durationMs >= prompts.at(-2)!.ms, "the first turn waited for it");
+          // The second waited for nothing, proved by what it did, not by a time that load stretches: it
+          // took the open breaker's path, which asks no server (a probe goes detached), and failed nothing.
+          const runs = (await rig.hookRuns()).filter((r) =>
+            r.source === "kimicode:user-prompt-submit" && r.session === normal.sessionId
+          );
+          const second = runs.at(-1)!;
+          assertEquals(
+            prompts.at(-1)!.failure,
+            undefined,
+            `the second asked nothing: ${JSON.stringify(second)}`,
+          );
+          assertEquals(
+            [second.outcome, typeof second.probing],
+            ["paused", "boolean"],
+            JSON.stringify(second),
+          );
+        },
+      );
     }
   });
 }

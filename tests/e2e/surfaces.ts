@@ -132,7 +132,7 @@ export async function downAndBack(rig: Rig, surface: Surface): Promise<void> {
   ];
   await expectFakeSession(fake, ov, turn0, 1);
 
-  rig.gate.down();
+  await fake.down();
   const seen = fake.requests.length;
   const before = rig.model.chatRequests().length;
   const downPrompt = "second: the server is down now, RUN_TOOL anyway";
@@ -150,7 +150,7 @@ export async function downAndBack(rig: Rig, surface: Surface): Promise<void> {
 
   await expectQueuedTurn(rig, ov, "1", downPrompt, seen);
 
-  await rig.gate.up();
+  await fake.up();
   const nextSession = await surface.newSession();
   const next = await surface.prompt(nextSession, "third: a new session after the outage");
   assertTrue(next.ok, JSON.stringify(next));

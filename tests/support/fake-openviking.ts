@@ -5,7 +5,7 @@
  */
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { FakeMcp, type FakeMcpOptions } from "./fake-mcp.ts";
 import { concatBytes } from "../../lib/bytes.ts";
 import { unzipStored, zipOf } from "./zip.ts";
@@ -143,8 +143,6 @@ export interface FakeOptions {
   rootKey?: string;
   /** The admin API's user list shows key prefixes only (`encryption.api_key_hashing.enabled`), never a key. */
   hashedKeys?: boolean;
-  /** An older server: /search/search has no context mode (context fields rejected). */
-  legacySearch?: boolean;
   /** /messages/batch does not exist: answer this status (404 or 405). */
   noBatch?: 404 | 405;
   /** An older server: no `/api/v1/pack/*` routes (404). */
@@ -438,6 +436,8 @@ export class FakeOpenViking {
   /** Messages stored whose reply never reached the client (the only source of allowed duplicates). */
   lostReplyMessages = 0;
   private server!: Server;
+  /** The connections a hung fake holds unanswered ({@link hang}). */
+  private hung: Set<Socket> | undefined;
   private seq = 0;
   private handledCount = 0;
   /** Requests a `hold` fault keeps waiting: released when the next request arrives. */
@@ -452,7 +452,10 @@ export class FakeOpenViking {
   /** Starts a fake on 127.0.0.1 (a free port unless one is given). */
   static async start(options: FakeOptions = {}): Promise<FakeOpenViking> {
     const fake = new FakeOpenViking(options);
-    fake.server = createServer((req, res) => void fake.handle(req, res).catch(() => {}));
+    fake.server = createServer((req, res) => {
+      if (fake.hung) return void fake.hung.add(req.socket);
+      void fake.handle(req, res).catch(() => {});
+    });
     await new Promise<void>((resolve) => fake.server.listen(options.port ?? 0, "127.0.0.1", resolve));
     fake.port = (fake.server.address() as AddressInfo).port;
     fake.url = `http://127.0.0.1:${fake.port}`;
@@ -468,6 +471,24 @@ export class FakeOpenViking {
   async close(): Promise<void> {
     this.server.closeAllConnections?.();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** Server down: refuses connections (open ones cut) until {@link up}; what it holds is kept. */
+  down(): Promise<void> {
+    return this.close();
+  }
+
+  /** Server hung: takes connections and never answers them until {@link up}. */
+  hang(): void {
+    this.hung ??= new Set();
+  }
+
+  /** Answers again, on the same port; the connections a hung fake held are cut. */
+  async up(): Promise<void> {
+    for (const socket of this.hung ?? []) socket.destroy();
+    this.hung = undefined;
+    if (this.server.listening) return;
+    await new Promise<void>((resolve) => this.server.listen(this.port, "127.0.0.1", resolve));
   }
 
   /** Adds a fault. */
@@ -704,16 +725,12 @@ export class FakeOpenViking {
     }
     if (method === "POST" && p === "/api/v1/search/search") {
       const b = requireObject(body);
-      if (this.options.legacySearch) {
-        forbidExtra(b, [...FIND_FIELDS, "session_id"]);
-      } else {
-        forbidExtra(b, SEARCH_FIELDS);
-        if (b.mode === "context" && b.target_uri !== undefined) {
-          throw new HttpError(400, "INVALID_ARGUMENT", "target_uri is not allowed with mode=context");
-        }
-        if (b.mode !== "context" && CONTEXT_FIELDS.some((f) => f in b)) {
-          throw new HttpError(400, "INVALID_ARGUMENT", "context fields require mode=context");
-        }
+      forbidExtra(b, SEARCH_FIELDS);
+      if (b.mode === "context" && b.target_uri !== undefined) {
+        throw new HttpError(400, "INVALID_ARGUMENT", "target_uri is not allowed with mode=context");
+      }
+      if (b.mode !== "context" && CONTEXT_FIELDS.some((f) => f in b)) {
+        throw new HttpError(400, "INVALID_ARGUMENT", "context fields require mode=context");
       }
       if (typeof b.query !== "string") throw new HttpError(400, "INVALID_ARGUMENT", "query is required");
       if (b.mode === "context") return this.contextFor?.(b) ?? this.context;

@@ -21,10 +21,6 @@ const CASES: [string, FakeOptions, string, unknown, number][] = [
   ["turn_id must be a string", {}, "/sessions/s/messages", { ...user, turn_id: 0 }, 400],
   ["a batch holds at most 100", {}, "/sessions/s/messages/batch", { messages: Array(101).fill(user) }, 400],
   ["a commit needs a session", {}, "/sessions/none/commit", {}, 404],
-  ["a legacy server has no context mode", { legacySearch: true }, "/search/search", {
-    query: "q",
-    mode: "context",
-  }, 400],
   ["a server without the batch route", { noBatch: 405 }, "/sessions/s/messages/batch", { messages: [] }, 405],
 ];
 
@@ -33,7 +29,6 @@ Deno.test("fake OpenViking: search rejects unknown fields like the real server, 
     await using fake = await FakeOpenViking.start(options);
     const [got, reply] = await post(`${fake.url}/api/v1${path}`, body);
     assertEquals(got, status, `${what}: ${JSON.stringify(reply)}`);
-    if (options.legacySearch) assertEquals(JSON.stringify(reply).includes("Extra inputs"), true);
   }
   await using fake = await FakeOpenViking.start();
   await post(`${fake.url}/api/v1/sessions/s/messages`, user);

@@ -118,19 +118,13 @@ async function installUnlocked(
     if (!out.success) {
       throw new Error(`npm install of kimi-code@${version} failed: ${new TextDecoder().decode(out.stderr)}`);
     }
-    const staged = installPaths(staging, version);
-    const ver = await new Deno.Command(staged.node, { args: ["--version"], stdout: "piped", stderr: "null" })
+    const node = installPaths(staging, version).node;
+    const ver = await new Deno.Command(node, { args: ["--version"], stdout: "piped", stderr: "null" })
       .output();
+    if (!ver.success) throw new Error(`installed node does not run: ${node}`);
     const nodeVersion = new TextDecoder().decode(ver.stdout).trim();
-    if (!ver.success) throw new Error(`installed node does not run: ${staged.node}`);
-    const [major, minor] = nodeVersion.replace(/^v/, "").split(".").map(Number);
-    if (!(major > 22 || (major === 22 && minor >= 19))) {
-      throw new Error(`installed node ${nodeVersion} is older than Kimi's minimum 22.19`);
-    }
-    await Deno.writeTextFile(
-      join(staging, ".complete"),
-      JSON.stringify({ kimi: version, node: nodeVersion, installedAt: new Date().toISOString() }) + "\n",
-    );
+    const done = { kimi: version, node: nodeVersion, installedAt: new Date().toISOString() };
+    await Deno.writeTextFile(join(staging, ".complete"), `${JSON.stringify(done)}\n`);
     // Under the lock and not complete: what is there is a dead install's, and goes.
     await Deno.remove(target.dir, { recursive: true }).catch(() => {});
     await Deno.rename(staging, target.dir);
@@ -143,41 +137,15 @@ async function installUnlocked(
   return target;
 }
 
-/** Like {@link installKimi}, but returns the failure reason as a string instead of throwing. */
+/** Like {@link installKimi}, but returns the failure reason (npm's own, when offline) instead of throwing. */
 export async function tryInstallKimi(
   version: string,
   cacheRoot = kimiCacheRoot(),
 ): Promise<KimiInstall | string> {
   try {
-    if (!(await isComplete(installPaths(join(cacheRoot, version), version)))) {
-      const problem = await npmRegistryProblem();
-      if (problem) return problem;
-    }
     return await installKimi(version, cacheRoot);
   } catch (e) {
     return e instanceof Error ? e.message : String(e);
-  }
-}
-
-/** Why npm cannot reach its registry, or "" when it can (any HTTP answer counts). */
-async function npmRegistryProblem(timeoutMs = 10_000): Promise<string> {
-  let registry = "https://registry.npmjs.org/";
-  try {
-    const npm = Deno.build.os === "windows" ? "npm.cmd" : "npm";
-    const args = ["config", "get", "registry"];
-    const out = await new Deno.Command(npm, { args, stdout: "piped", stderr: "null" }).output();
-    const configured = new TextDecoder().decode(out.stdout).trim();
-    if (out.success && /^https?:\/\//.test(configured)) registry = configured;
-  } catch (e) {
-    return `npm is not available: ${e instanceof Error ? e.message : String(e)}`;
-  }
-  const url = `${registry.replace(/\/*$/, "/")}@moonshot-ai%2fkimi-code`;
-  try {
-    const res = await fetch(url, { method: "HEAD", signal: AbortSignal.timeout(timeoutMs) });
-    await res.body?.cancel();
-    return "";
-  } catch (e) {
-    return `the npm registry does not answer (${url}): ${e instanceof Error ? e.message : String(e)}`;
   }
 }
 
@@ -269,25 +237,22 @@ export async function waitUntil<T>(
  * (`<home>/.kimi-code`) with its config.toml, and the work dir (the sessions' cwd).
  */
 export class KimiEnv {
-  readonly install: KimiInstall;
-  readonly root: string;
   readonly home: string;
   readonly kimiHome: string;
   readonly workDir: string;
   readonly configPath: string;
-  readonly #extraEnv: Record<string, string>;
-  readonly #ownsRoot: boolean;
   readonly #tuis = new Set<KimiTui>();
 
-  private constructor(install: KimiInstall, root: string, opts: KimiEnvOptions, ownsRoot: boolean) {
-    this.install = install;
-    this.root = root;
+  private constructor(
+    readonly install: KimiInstall,
+    readonly root: string,
+    private readonly opts: KimiEnvOptions,
+    private readonly ownsRoot: boolean,
+  ) {
     this.home = join(root, "home");
     this.kimiHome = join(this.home, ".kimi-code");
     this.workDir = join(root, opts.workDirName ?? "project");
     this.configPath = join(this.kimiHome, "config.toml");
-    this.#extraEnv = opts.env ?? {};
-    this.#ownsRoot = ownsRoot;
   }
 
   /** Creates the dirs and a config.toml pointing at the model server. */
@@ -335,7 +300,7 @@ export class KimiEnv {
       // Node keeps the V8 code of Kimi's bundle here instead of compiling it again at every start.
       NODE_COMPILE_CACHE: join(this.install.dir, ".node-compile-cache"),
     };
-    return { ...e, ...this.#extraEnv, ...extra };
+    return { ...e, ...this.opts.env, ...extra };
   }
 
   /** Starts `kimi <args>` in the work dir with this env (nothing else), its output piped. */
@@ -421,7 +386,7 @@ export class KimiEnv {
   async dispose(): Promise<void> {
     for (const t of this.#tuis) await t.close();
     this.#tuis.clear();
-    if (this.#ownsRoot) await Deno.remove(this.root, { recursive: true }).catch(() => {});
+    if (this.ownsRoot) await Deno.remove(this.root, { recursive: true }).catch(() => {});
   }
 
   /** Disposes at the end of an `await using` scope. */
@@ -453,14 +418,9 @@ const TUI_READY = "Send /help for help information.";
 
 /** The interactive Kimi TUI running inside a private tmux server (own socket, killed on close). */
 export class KimiTui {
-  readonly socket: string;
-  readonly exitFile: string;
   #closed = false;
 
-  private constructor(socket: string, exitFile: string) {
-    this.socket = socket;
-    this.exitFile = exitFile;
-  }
+  private constructor(readonly socket: string, readonly exitFile: string) {}
 
   /** Starts Kimi's TUI in tmux; waits for the input box (answering the trust dialog). */
   static async start(env: KimiEnv): Promise<KimiTui> {

@@ -43,15 +43,11 @@ const Messages = z.looseObject({
 
 /** A `kimi web --no-open --port 0` server of one Kimi home. */
 export class KimiWeb {
-  readonly url: string;
-  readonly token: string;
-  readonly #child: Deno.ChildProcess;
-
-  private constructor(child: Deno.ChildProcess, url: string, token: string) {
-    this.#child = child;
-    this.url = url;
-    this.token = token;
-  }
+  private constructor(
+    private readonly child: Deno.ChildProcess,
+    readonly url: string,
+    readonly token: string,
+  ) {}
 
   /** Starts the server in the env's work dir and waits for its banner (URL and token). */
   static async start(env: KimiEnv): Promise<KimiWeb> {
@@ -150,15 +146,15 @@ export class KimiWeb {
   async close(): Promise<Deno.CommandStatus> {
     for (const signal of ["SIGTERM", "SIGKILL"] as const) {
       try {
-        this.#child.kill(signal);
+        this.child.kill(signal);
       } catch { /* gone */ }
       const status = await Promise.race([
-        this.#child.status,
+        this.child.status,
         new Promise<undefined>((r) => setTimeout(() => r(undefined), 10_000)),
       ]);
       if (status) return status;
     }
-    return await this.#child.status;
+    return await this.child.status;
   }
 
   /** Closes at the end of an `await using` scope. */
