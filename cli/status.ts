@@ -190,7 +190,8 @@ function sessionLines(s: SessionStatus, now: number, url: string): string[] {
     `${p.suppressed} left out as repeats${p.lastPath ? ` (${lastRecall(p.lastPath)})` : ""}`,
     `    captured ${c.turns} turn(s): ${c.sent} message(s) delivered, ${c.queued} queued` +
     (c.rejected ? `, ${c.rejected} refused` : ""),
-    ...[commitCost(s) ?? []].flat(),
+    // Each of the cost's phrases kept whole by the wrap (no-break spaces until the screen is made).
+    ...[commitCost(s)?.replace(/(?<=[,:] )[^,]+/g, (p) => p.replaceAll(" ", "\u00a0")) ?? []].flat(),
   ];
   const due = u &&
     (u.dueAt > now
@@ -260,7 +261,7 @@ export function renderStatus(st: Status, now: number): string {
   }
   const why = !c.reachable ? "server unavailable" : c.authenticated === false ? "key refused" : "no answer";
   if (st.notAsked.length) lines.push("", `Not asked (${why}): ${st.notAsked.join(", ")}`);
-  return wrapLines(lines).join("\n");
+  return wrapLines(lines).join("\n").replaceAll("\u00a0", " ");
 }
 
 /** `/health`: whether OpenViking answers; system status: whose the key is; a data route: whether it may read memory. */

@@ -103,6 +103,19 @@ Deno.test("status text: what a session's commits cost, with the server's token c
   assertEquals(commitCost(s), undefined, "nothing committed: no cost line");
 });
 
+Deno.test("status text: the cost line wraps between its phrases, never inside one", () => {
+  const status = statusWith([MID]);
+  const s = status.sessions[0];
+  const busy = (taskId: string) => ({ ...s.commits[0], taskId, task: { status: "running", memories: [] } });
+  s.commits = Array.from({ length: 12 }, (_, i) => busy(`t${i}`));
+  s.captures.sent = 1200;
+  const lines = renderStatus(status, NOW).split("\n");
+  assertTrue(
+    lines.some((l) => l.endsWith("model tokens counted once its extraction ends")),
+    lines.join("\n"),
+  );
+});
+
 Deno.test("status text: a commit with no task says its outcome once", () => {
   const status = statusWith([MID]);
   status.sessions[0].commits = [{ at: NOW, outcome: "failed" }, { at: NOW, outcome: "committed" }];

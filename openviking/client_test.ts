@@ -204,6 +204,8 @@ Deno.test("client: a spent budget fails fast without a request; the timeout neve
   const budget = new Budget(300);
   const r = await client.request("GET", "/health", AnyResult, { budget });
   assertEquals(r.ok ? "" : r.error.code, "TIMEOUT");
+  // The figure is the budget the caller set, not what was left of it when the request started.
+  assertEquals(r.ok ? "" : r.error.message, `no answer from ${fake.url} within its time budget (300 ms)`);
   assertTrue(budget.remaining() === 0 || budget.remaining() < 50);
 });
 
