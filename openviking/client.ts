@@ -11,7 +11,7 @@ import type { Config } from "./config.ts";
 /** A deadline shared by every request of one hook run. */
 export class Budget {
   readonly deadline: number;
-  constructor(totalMs: number, now = Date.now()) {
+  constructor(readonly totalMs: number, now = Date.now()) {
     this.deadline = now + Math.max(0, totalMs);
   }
   /** Milliseconds left (never negative). */
@@ -239,10 +239,10 @@ export function buildHeaders(
  * A request without an answer: `TIMEOUT`, `CONNECT` (nothing reached the server), `SILENT` (nothing sent to a
  * server known to take connections and not answer) or `NETWORK`.
  */
-function noAnswer(timedOut: boolean, timeout: number, late: string, why: string, connect = false): OvFailure {
+function noAnswer(timedOut: boolean, bound: string, late: string, why: string, connect = false): OvFailure {
   return failure("unreachable", 0, {
     code: timedOut ? "TIMEOUT" : connect ? "CONNECT" : "NETWORK",
-    message: timedOut ? `${late} within ${timeout} ms` : why,
+    message: timedOut ? `${late} within ${bound}` : why,
   });
 }
 
@@ -286,6 +286,10 @@ export function createClient(
       Math.min(req.timeoutMs ?? options.timeoutMs, left),
       req.maxReplyBytes ?? 1 << 20,
     ];
+    // Named as the caller set it: the budget's total when the budget, not the timeout, cut the wait.
+    const bound = timeout < (req.timeoutMs ?? options.timeoutMs)
+      ? `its time budget (${req.budget!.totalMs} ms)`
+      : `${timeout} ms`;
     const origin = withoutUserinfo(url.origin);
     const signal = AbortSignal.timeout(Math.max(1, timeout));
     let response: Response;
@@ -294,7 +298,7 @@ export function createClient(
     } catch (error) {
       const why = `cannot reach ${origin}: ${withoutUserinfo((error as Error).message)}`;
       const connect = /\(Connect\)/.test(String((error as Error).cause ?? ""));
-      return noAnswer(signal.aborted, timeout, `no answer from ${origin}`, why, connect);
+      return noAnswer(signal.aborted, bound, `no answer from ${origin}`, why, connect);
     }
     const read = await readBody(response, { maxBytes, signal });
     if (read.stop?.kind === "too-large") {
@@ -306,7 +310,7 @@ export function createClient(
         ? String((read.stop.cause as Error)?.message ?? read.stop.cause)
         : "";
       const why = `the reply from ${origin} was cut: ${withoutUserinfo(cause)}`;
-      return noAnswer(signal.aborted, timeout, `the reply from ${origin} did not finish`, why);
+      return noAnswer(signal.aborted, bound, `the reply from ${origin} did not finish`, why);
     }
     const [status, contentType] = [response.status, response.headers.get("content-type")];
     const bytes = req.binary && response.ok && !/json/.test(contentType ?? "");
