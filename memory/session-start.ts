@@ -11,7 +11,7 @@ import { houseKeeping } from "./ledger.ts";
 import { refreshFromHook } from "./system-prompt.ts";
 import { checkExtraction } from "./extraction.ts";
 import { resolvePeer } from "../openviking/peer.ts";
-import { pruneStates } from "./prune.ts";
+import { pruneStates } from "./state.ts";
 import { dirName } from "../lib/paths.ts";
 
 const REPEAT_WINDOW_MS = 2000;
