@@ -32,14 +32,12 @@ export type Cursor = z.infer<typeof CursorSchema>;
 export const SessionStateSchema = z.object({
   version: or(z.literal(1), 1),
   lastSessionStartAt: tolerant(z.number()),
-  profileInjected: or(z.boolean(), false),
   promptHash: tolerant(z.string()),
   promptAt: tolerant(z.number()),
   /** The last prompt's recall (null while it runs). */
   recall: tolerant(z.nullable(RecallSchema)),
   /** URIs (and `text:` keys) printed into the session: never printed again. */
   injectedUris: or(z.array(z.string()), []),
-  compacted: or(z.boolean(), false),
   pausedNotice: tolerant(z.number()),
   /** The key refusal the session was told of: its status and `sessionDestination`. */
   refusedNotice: tolerant(z.string()),

@@ -75,16 +75,16 @@ Deno.test("statePaths: no session's capture state is another session's prompt st
 Deno.test("state: written 0600 in a 0700 dir, round trips, bad files read as fresh", async () => {
   await using dir = await tempDir();
   const { file } = await statePaths(`${dir.path}/hook-state/kimicode`, "s1");
-  const s = { ...emptyState(), profileInjected: true, capturedKeys: ["0:user"] };
+  const s = { ...emptyState(), capturedKeys: ["0:user"] };
   await writeState(file, s);
   assertEquals((await Deno.stat(file)).mode! & 0o777, 0o600);
   assertEquals((await Deno.stat(`${dir.path}/hook-state/kimicode`)).mode! & 0o777, 0o700);
   assertEquals((await readState(file)).capturedKeys, ["0:user"]);
   await Deno.writeTextFile(file, "{torn");
   assertEquals(await readState(file), emptyState());
-  await Deno.writeTextFile(file, JSON.stringify({ version: 1, capturedKeys: "nope", profileInjected: "x" }));
+  await Deno.writeTextFile(file, JSON.stringify({ version: 1, capturedKeys: "nope", injectedUris: "x" }));
   const partial = await readState(file);
-  assertEquals([partial.capturedKeys, partial.profileInjected], [[], false]);
+  assertEquals([partial.capturedKeys, partial.injectedUris], [[], []]);
 });
 
 Deno.test("machinePrints: the prints of the newest capture states; a damaged one holds none; a change is seen", async () => {
