@@ -228,9 +228,4 @@ Deno.test("ledger: a prompt whose recall failed folds as a failed recall, not as
   const last = (e: Partial<PromptEntry>) => foldSession("s", [{ ...prompt(1), ...e }], here).prompts.lastPath;
   assertEquals(last({ path: "none", failure: unreachable, injected: [], suppressed: [] }), "failed");
   assertEquals(last({ path: "none", injected: [], suppressed: [] }), "none", "an empty query asks nothing");
-  assertEquals(
-    last({ path: "context", failure: unreachable }),
-    "context",
-    "the profile's failure: recall worked",
-  );
 });

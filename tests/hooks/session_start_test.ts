@@ -161,16 +161,6 @@ async function ledgerFile(home: string, name: string, ageMs: number): Promise<st
   return file;
 }
 
-Deno.test("ledger: a 40-day-old session's file is pruned by session start's detached worker", async () => {
-  await using w = await world({ env: { OPENVIKING_WRITE_PATH_ASYNC: "1", [WORKER_ENV]: "1" } });
-  const [old, recent] = [
-    await ledgerFile(w.home, "session_old", FORTY_DAYS),
-    await ledgerFile(w.home, "r", 0),
-  ];
-  await w.hook("session-start", { source: "startup" }, "session_new");
-  assertEquals([await exists(old), await exists(recent)], [false, true], "a recent one stays");
-});
-
 Deno.test("session start sweeps the whole home (ledger, temp files) at most once a day, inline too", async () => {
   await using w = await world({ env: { OPENVIKING_WRITE_PATH_ASYNC: "0" } });
   const stamp = `${w.home}/.openviking/state/kimicode-housekeeping.json`;
