@@ -51,7 +51,6 @@ const PromptEntrySchema = z.object({
   injected: z.array(ShownSchema),
   suppressed: z.array(z.string()),
   more: z.optional(z.number()),
-  profile: z.optional(z.string()),
   printedChars: z.number(),
   failure: z.optional(CauseSchema),
 });
@@ -78,7 +77,6 @@ const ReplayEntrySchema = z.object({
   ...Counts,
   replayed: num,
   messages: num,
-  deferred: num,
   commitTasks: z.catch(CommitTasks, []),
   delivered: tolerant(Delivered),
   origin: tolerant(OriginSchema),
@@ -213,7 +211,6 @@ const PromptData = z.object({
   recall: z.catch(z.string(), "skipped"),
   injected: z.catch(z.array(ShownSchema), []),
   suppressed: z.catch(z.array(z.string()), []),
-  profile: tolerant(z.string()),
   printedChars: z.optional(z.number()),
   failure: Cause,
 });
@@ -252,7 +249,6 @@ export function ledgerEntryOf(
       injected: d.injected.slice(0, MAX_LISTED),
       suppressed: d.suppressed.slice(0, MAX_LISTED),
       ...(more ? { more } : {}),
-      ...(d.profile ? { profile: d.profile } : {}),
       printedChars: d.printedChars ?? (result.stdout ?? "").length,
       ...(d.failure ? { failure: d.failure } : {}),
     };

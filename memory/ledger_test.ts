@@ -83,7 +83,7 @@ Deno.test("ledger: snippets are one short line", () => {
 
 const timing = { startedAt: 1000, now: 1042 };
 const base = { at: 1000, ms: 42 };
-const emptyReplay = { replayed: 0, messages: 0, rejected: 0, deferred: 0, commitTasks: [] };
+const emptyReplay = { replayed: 0, messages: 0, rejected: 0, commitTasks: [] };
 const ENTRIES: [string, HookEvent, HookResult, unknown][] = [
   ["a prompt: the query's snippet, what was injected and left out, the stage", "user-prompt-submit", {
     stdout: "x".repeat(10),
@@ -93,7 +93,6 @@ const ENTRIES: [string, HookEvent, HookResult, unknown][] = [
       recall: "context",
       injected: [{ uri: "viking://a", score: 0.9, chars: 40 }],
       suppressed: ["viking://b"],
-      profile: "already",
     },
   }, {
     kind: "prompt",
@@ -102,7 +101,6 @@ const ENTRIES: [string, HookEvent, HookResult, unknown][] = [
     path: "context",
     injected: [{ uri: "viking://a", score: 0.9, chars: 40 }],
     suppressed: ["viking://b"],
-    profile: "already",
     printedChars: 10,
   }],
   ["a duplicate prompt", "user-prompt-submit", { outcome: "duplicate" }, undefined],
@@ -169,7 +167,7 @@ Deno.test("ledger entry of a replay outside a session start (the replay command,
     // A capture's backlog report carries the client's failure as it is.
     cause: { ok: false, kind: "server", status: 503, error: { message: "busy" } },
   };
-  const { expired: _, ...counts } = report;
+  const { expired: _, deferred: __, ...counts } = report;
   assertEquals(replayEntryOf(report, timing), {
     kind: "replay",
     ...base,

@@ -1,11 +1,17 @@
-/** The pruning of old session states (memory/prune.ts): bounded readers, nothing owed lost, a resume asks. */
+/** The pruning of old session states (memory/state.ts pruneStates): bounded readers, nothing owed lost, a resume asks. */
 
 import { assertEquals, assertTrue } from "../tests/support/assert.ts";
 import { tempDir } from "../tests/support/temp.ts";
 import { withLock } from "../lib/lock.ts";
 import { secretPrint } from "../lib/redact.ts";
-import { pruneStates, STATE_RETENTION_MS } from "./prune.ts";
-import { machinePrints, PRINT_STATES, statePaths, updateState } from "./state.ts";
+import {
+  machinePrints,
+  PRINT_STATES,
+  pruneStates,
+  STATE_RETENTION_MS,
+  statePaths,
+  updateState,
+} from "./state.ts";
 
 Deno.test("pruneStates: old states owing nothing go (past the newest the proxy reads); owed, held and new ones stay; a pruned one resumed asks the server", async () => {
   await using home = await tempDir("ovk-prune-");

@@ -203,11 +203,7 @@ function largeHome(home: string, sessions: number, ledgerLines: number): string 
     const at = now - (sessions - i) * 60_000;
     const capture = { version: 1, capturedKeys: ["0:user", "0:assistant"], ackedBelow: 1, lastCaptureAt: at };
     Deno.writeTextFileSync(`${state}/${id}.json`, JSON.stringify(capture), { mode: 0o600 });
-    const promptState = {
-      version: 1,
-      profileInjected: true,
-      injectedUris: ["viking://user/default/memories/x"],
-    };
+    const promptState = { version: 1, injectedUris: ["viking://user/default/memories/x"] };
     Deno.writeTextFileSync(`${state}/${id}.prompt.json`, JSON.stringify(promptState), { mode: 0o600 });
     const lines = Array.from({ length: perSession }, (_, k) => line(at + k * 1000));
     Deno.writeTextFileSync(`${ledger}/${id}.jsonl`, `${lines.join("\n")}\n`, { mode: 0o600 });
@@ -534,7 +530,7 @@ here (\`deno compile\` needs dl.deno.land).
 | installed copy: user-prompt-submit, later prompt with a 64 KB pasted log (CRLF, credentials) | ${
   fmt(r.copyPasted)
 } |
-| installed copy: user-prompt-submit, first prompt of a session (profile + recall, 6 requests) | ${
+| installed copy: user-prompt-submit, first prompt of a session (recall, 1 request) | ${
   fmt(r.copyPromptFirst)
 } |
 | checkout: user-prompt-submit, first prompt of a session | ${fmt(r.promptFirst)} |
