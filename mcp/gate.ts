@@ -46,10 +46,7 @@ export function mapStrings(value: unknown, map: StringMap, key = "", parent = ""
 /** Base64 content (an image's `data`, a resource's `blob`): what neutralising leaves as it is, so skipped. */
 const BASE64 = /^[\w+/=\n-]*$/;
 
-/**
- * `message`'s result, error or params neutralised, strings and keys; a tool list (`catalog`) keeps what calls
- * must match: property names, each tool's `name`, each schema's `pattern`. `undefined`: too deep.
- */
+/** `message` neutralised but what a tool list's calls must match (`catalog`); `undefined`: too deep. */
 export function neutralized<T extends JSONRPCMessage>(message: T, catalog: boolean): T | undefined {
   const verbatim = (key: string, parent: string) =>
     catalog && (key === "pattern" || key === "name" && parent === "tools");
@@ -77,11 +74,7 @@ function redactedValues(values: readonly unknown[], prints?: ReadonlySet<string>
   return out.includes(TOO_DEEP) ? undefined : out;
 }
 
-/**
- * `request` with the strings of its {@link REDACTED_PARAMS} redacted like captured text (a secret found once
- * hidden wherever it recurs; a field named for a secret whole), and every secret of `prints` (the sessions'
- * captures found) too. `undefined`: nested too deep.
- */
+/** `request`'s {@link REDACTED_PARAMS} redacted like captured text, `prints` too; `undefined`: too deep. */
 export function redactedCall(
   request: JSONRPCRequest,
   prints?: ReadonlySet<string>,
@@ -95,10 +88,7 @@ export function redactedCall(
   return { ...request, params: { ...params, ...Object.fromEntries(keys.map((k, i) => [k, values[i]])) } };
 }
 
-/**
- * The client's reply to a server's request (a sampling completion, an elicited answer: the model's or the
- * user's words) with its result's or error's strings redacted as {@link redactedCall}'s. `undefined`: too deep.
- */
+/** The client's reply to a server's request, redacted as {@link redactedCall}'s; `undefined`: too deep. */
 export function redactedReply<T extends JSONRPCResponse | JSONRPCError>(
   reply: T,
   prints?: ReadonlySet<string>,

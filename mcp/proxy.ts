@@ -94,10 +94,7 @@ async function settledWithin(tasks: Iterable<Promise<unknown>>, ms: number): Pro
   done.abort();
 }
 
-/**
- * `reload`: the settings afresh (a refused key); `send`: one message to the client; `toolCache`: its file ("":
- * none); `limits`: shorter bounds (tests); `paused`: the breaker is open; `prints`: the sessions' secret prints.
- */
+/** `reload`: settings afresh (a refused key); `send`: to the client; `paused`: the breaker is open. */
 export type ProxyOptions = {
   settings: ProxySettings;
   reload?: () => Promise<ProxySettings>;

@@ -69,10 +69,7 @@ export function placeWords(d: Destination): string {
   return Object.entries({ URL: d.url, ACCOUNT: d.account, USER: d.user, API_KEY: key })
     .filter(([, v]) => v).map(([k, v]) => `OPENVIKING_${k}=${v}`).join(" ");
 }
-/**
- * Writes held for other destinations (per session), in words: what waits where and how to deliver it there
- * (`command` runs openviking-kimi).
- */
+/** Writes held for other destinations, in words: what waits where, and the `command` that delivers it there. */
 export function elsewhereWords(held: readonly (Destination & Counts)[], command = commandName()) {
   const byPlace = new Map<string, Counts>();
   for (const d of held) byPlace.set(placeWords(d), added(byPlace.get(placeWords(d)), d));
@@ -86,10 +83,7 @@ export function elsewhereWords(held: readonly (Destination & Counts)[], command 
   };
 }
 
-/**
- * The sessions' writes queued for another destination than `here`, in words, and `here`'s own writes queued
- * behind them (a session's writes go in order); undefined when there are none.
- */
+/** The sessions' writes queued for another destination than `here`, in words, and `here`'s behind them. */
 export function elsewhereOf(sessions: QueueSummary["sessions"], here: Destination, command?: string) {
   const away = (r: QueueRun) => !goesTo(r.to, here);
   const runs = sessions.map((s) => s.runs ?? [s]);
@@ -421,10 +415,7 @@ type Delivery = { settled: number; sent: number; rejections: (Refusal & { index:
   stop?: OvFailure;
 };
 
-/**
- * Delivers `w` in order (batches; one by one after a refused or too large batch, or without a batch route) until a
- * failure other than a refusal, which is kept first (throws when it cannot); `onSettled` hears each settled prefix.
- */
+/** Delivers `w` in order (batches, else one by one) to a failure other than a refusal (kept; throws if not). */
 async function deliver(
   client: OpenVikingClient,
   pendingDir: string,
@@ -483,10 +474,7 @@ export interface SendReport extends Omit<Delivery, "settled" | "stop" | "taskId"
 type WriteOptions = { budget: Budget; pendingDir: string; queueOnly?: boolean; queue?: SessionQueue };
 const queueOf = async (o: WriteOptions, sid: string, c: OpenVikingClient) =>
   o.queue ?? await SessionQueue.open(o.pendingDir, sid, await destinationFor(c.options));
-/**
- * Sends messages to session `sid` in order, queueing what cannot go behind the settled prefix; `beforeRequest`
- * records the intent (`askFrom` when queued unsure), `onAcked` progress; if either throws, sending stops.
- */
+/** Sends messages in order, queueing the rest past the settled prefix; a throwing hook stops the send. */
 export async function sendMessages(
   client: OpenVikingClient,
   sid: string,
