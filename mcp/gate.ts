@@ -74,26 +74,25 @@ function redactedValues(values: readonly unknown[], prints?: ReadonlySet<string>
   return out.includes(TOO_DEEP) ? undefined : out;
 }
 
-/** `request`'s {@link REDACTED_PARAMS} redacted like captured text, `prints` too; `undefined`: too deep. */
-export function redactedCall(
-  request: JSONRPCRequest,
-  prints?: ReadonlySet<string>,
-): JSONRPCRequest | undefined {
-  const params = request.params;
-  const named = Object.hasOwn(REDACTED_PARAMS, request.method) ? REDACTED_PARAMS[request.method] : [];
-  const keys = named.filter((k) => isRecord(params) && k in params);
-  if (!isRecord(params) || keys.length === 0) return request;
-  const values = redactedValues(keys.map((k) => params[k]), prints);
-  if (!values) return undefined;
-  return { ...request, params: { ...params, ...Object.fromEntries(keys.map((k, i) => [k, values[i]])) } };
-}
-
-/** The client's reply to a server's request, redacted as {@link redactedCall}'s; `undefined`: too deep. */
-export function redactedReply<T extends JSONRPCResponse | JSONRPCError>(
-  reply: T,
+/**
+ * The model's or user's words in `message` redacted like captured text, `prints` too: a request's
+ * {@link REDACTED_PARAMS}, or a client's reply to a server's request (sampling, elicitation). `undefined`: too deep.
+ */
+export function redacted<T extends JSONRPCRequest | JSONRPCResponse | JSONRPCError>(
+  message: T,
   prints?: ReadonlySet<string>,
 ): T | undefined {
-  const k = "result" in reply ? "result" : "error";
-  const [value] = redactedValues([(reply as Record<string, unknown>)[k]], prints) ?? [];
-  return value === undefined ? undefined : { ...reply, [k]: value };
+  const isRequest = "method" in message;
+  const holder = (isRequest ? message.params : message) as Record<string, unknown> | undefined;
+  const named = !isRequest
+    ? ["result" in message ? "result" : "error"]
+    : Object.hasOwn(REDACTED_PARAMS, message.method)
+    ? REDACTED_PARAMS[message.method]
+    : [];
+  const keys = named.filter((k) => isRecord(holder) && k in holder);
+  if (!isRecord(holder) || keys.length === 0) return message;
+  const values = redactedValues(keys.map((k) => holder[k]), prints);
+  if (!values) return undefined;
+  const fields = { ...holder, ...Object.fromEntries(keys.map((k, i) => [k, values[i]])) };
+  return (isRequest ? { ...message, params: fields } : fields) as T;
 }

@@ -23,7 +23,7 @@ import { type Config, keyFor } from "../openviking/config.ts";
 import { BUILTIN_TOOLS, offeredTools } from "../memory/tools.ts";
 import { type Failure, failureError } from "./errors.ts";
 import { readToolCache, validTools, writeToolCache } from "./tool-cache.ts";
-import { MAX_DEPTH, neutralized, REDACTED_PARAMS, redactedCall, redactedReply } from "./gate.ts";
+import { MAX_DEPTH, neutralized, redacted, REDACTED_PARAMS } from "./gate.ts";
 
 /** The production bounds (decision 44): times in ms; bytes as inflated, of a JSON body or SSE event, a stream. */
 export const PROXY_LIMITS = {
@@ -176,9 +176,7 @@ export class Proxy {
   handle(message: JSONRPCMessage): Promise<void> {
     // A response to a request the server sent inside a stream: delivered now (the stream may wait for it).
     if (!("method" in message)) {
-      const reply = this.settings.config.redact
-        ? this.redacted(message, redactedReply, "The client's reply")
-        : message;
+      const reply = this.settings.config.redact ? this.redacted(message, "The client's reply") : message;
       return this.track(Promise.resolve(reply).then((r) => this.forward(r)));
     }
     return "id" in message ? this.track(this.request(message)) : Promise.resolve(this.notify(message));
@@ -478,7 +476,7 @@ export class Proxy {
         return await this.options.send(await this.fallback(request, { kind: "paused" }));
       }
       const redacts = Object.hasOwn(REDACTED_PARAMS, request.method) && this.settings.config.redact;
-      const outgoing = redacts ? await this.redacted(request, redactedCall, "The arguments") : request;
+      const outgoing = redacts ? await this.redacted(request, "The arguments") : request;
       if (signal.aborted) return;
       if ("error" in outgoing) return await this.options.send(outgoing);
       entry.sent = true;
@@ -515,19 +513,18 @@ export class Proxy {
     }
   }
 
-  /** `message` with the model's or user's words redacted by `redact`, else an error saying why (never sent raw). */
+  /** `message` redacted (see {@link redacted}), else an error saying why (never sent raw). */
   private async redacted<T extends JSONRPCRequest | JSONRPCResponse | JSONRPCError>(
     message: T,
-    redact: (m: T, prints?: ReadonlySet<string>) => T | undefined,
     what: string,
-  ): Promise<T | JSONRPCError> {
+  ) {
     const refused = (text: string): JSONRPCError => ({
       jsonrpc: "2.0",
       id: message.id,
       error: { code: -32602, message: `${what} ${text}` },
     });
     try {
-      return redact(message, await this.options.prints?.()) ??
+      return redacted(message, await this.options.prints?.()) ??
         refused(`nested deeper than ${MAX_DEPTH} levels.`);
     } catch (error) {
       this.options.log.stage("redact-failed", { error: String(error) });
