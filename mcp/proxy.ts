@@ -528,7 +528,7 @@ export class Proxy {
         refused(`nested deeper than ${MAX_DEPTH} levels.`);
     } catch (error) {
       this.options.log.stage("redact-failed", { error: String(error) });
-      return refused("could not be redacted, so it was not sent; shorten it and try again.");
+      return refused("could not be redacted, so nothing was sent; try again with less.");
     }
   }
 
