@@ -57,10 +57,10 @@ Deno.test("enqueue: one file per batch in a per-session dir, sequence-named (mod
   for (const key of ["k129", "k129", "k130"]) assertTrue(await enqueueCommit(dir.path, "kc-s1", key));
   const commits = (await ourQueue(dir.path)).filter((q) => q.kind === "commit").map((q) => q.commitKey);
   assertEquals(commits, ["k129", "k130"]);
-  const s = (await queueSummary(dir.path)).sessions.map((
-    x,
-  ) => [x.sessionId, x.entries, x.messages, x.commits]);
-  assertEquals([s, (await queueSummary(dir.path)).sessions[0].oldest], [[["kc-s1", 6, 260, 2]], 1000]);
+  const summary = (await queueSummary(dir.path)).sessions.map((
+    s,
+  ) => [s.sessionId, s.entries, s.messages, s.commits]);
+  assertEquals([summary, (await queueSummary(dir.path)).sessions[0].oldest], [[["kc-s1", 6, 260, 2]], 1000]);
 });
 
 Deno.test("replay: batches in sequence order, commits behind their messages; the queue empties", async () => {
@@ -125,11 +125,8 @@ Deno.test("replay: what OpenViking refuses for good and what waited past the TTL
   for (const d of [REJECTED_SUBDIR, `${REJECTED_SUBDIR}/kc-s1`]) {
     assertEquals((await Deno.stat(`${dir.path}/${d}`)).mode! & 0o777, 0o700, d);
   }
-  assertEquals(
-    (await queueSummary(dir.path, REJECTED_SUBDIR)).last?.message,
-    "injected 404",
-    "the newest's words",
-  );
+  const newest = (await queueSummary(dir.path, REJECTED_SUBDIR)).last?.message;
+  assertEquals(newest, "injected 404", "the newest's words");
 
   // A plain replay leaves them be; fixed, `replay --rejected` sends each once, in order.
   fake.clearFaults();
