@@ -195,10 +195,7 @@ export type ClientOptions =
   & { baseUrl: string; userAgent: string; timeoutMs: number; fetch?: typeof fetch };
 /** The schema of a result nobody reads (writes). */
 export const AnyResult: z.ZodMiniUnknown = z.unknown();
-/**
- * Options of one request; `peerId` null = none; `maxReplyBytes` default 1 MiB; a `FormData` body goes as it is;
- * `binary`: an OK reply that is not JSON is its bytes (checked by the schema).
- */
+/** One request's options; `peerId` null: none; `binary`: an OK reply that is not JSON is its bytes. */
 export interface RequestOptions {
   body?: unknown;
   binary?: boolean;
@@ -235,10 +232,7 @@ export function buildHeaders(
   return headers;
 }
 
-/**
- * A request without an answer: `TIMEOUT`, `CONNECT` (nothing reached the server), `SILENT` (nothing sent to a
- * server known to take connections and not answer) or `NETWORK`.
- */
+/** A request without an answer: `TIMEOUT`, `CONNECT` (nothing reached the server) or `NETWORK`. */
 function noAnswer(timedOut: boolean, bound: string, late: string, why: string, connect = false): OvFailure {
   return failure("unreachable", 0, {
     code: timedOut ? "TIMEOUT" : connect ? "CONNECT" : "NETWORK",
@@ -246,11 +240,7 @@ function noAnswer(timedOut: boolean, bound: string, late: string, why: string, c
   });
 }
 
-/**
- * A client of the server `config` names, as its identity, with `peerId` as the actor peer, and overrides;
- * `down`: the failure of a server known silent (its `/health` unanswered); every request fails at once with
- * its words, sending nothing.
- */
+/** A client of `config`'s server and identity; `down` (a server known silent): every request fails at once. */
 export function createClient(
   config: Omit<ClientOptions, "peerId">,
   peerId = "",
