@@ -119,7 +119,7 @@ Deno.test('doctor with nothing answering at the address gives the fix that point
   const t = await setup(dir.path, { OPENVIKING_URL: url });
   const { server } = byId(await t.doctor());
   assertMatch(server.summary, new RegExp(`OpenViking at ${url} is not reachable: `));
-  assertEquals([server.status, server.fix], ["fail", noServerFix(commandName(t.env))]);
+  assertEquals([server.status, server.fix], ["fail", noServerFix(commandName(t.env), true)]);
 });
 
 Deno.test("doctor quotes a proxy's error page: its status and <title>, neutralized and bounded, and the fix", async () => {
