@@ -450,7 +450,7 @@ export async function versionsLeftFor(env: Env, except: string): Promise<string[
   for (const home of (await knownHomes(env, [])).filter((h) => h !== except)) {
     for (const [copy] of await versionsOf(env, [home])) {
       out.push(
-        `${copy}, which ${home} still runs (\`${
+        `${copy}, which the plugin directory ${home} kept (uninstalled without --purge) still runs (\`${
           launcherOf(copy)
         } uninstall --purge --kimi-home ${home}\` removes both)`,
       );

@@ -113,6 +113,15 @@ Deno.test("doctor: a disabled plugin, a config Kimi rejects, a missing Kimi home
   assertEquals(byId(missing)["kimi-home"].status, "fail");
 });
 
+Deno.test('doctor with nothing answering at the address gives the fix that points to README\'s "No server yet?"', async () => {
+  await using dir = await tempDir();
+  const url = closedAddress();
+  const t = await setup(dir.path, { OPENVIKING_URL: url });
+  const { server } = byId(await t.doctor());
+  assertMatch(server.summary, new RegExp(`OpenViking at ${url} is not reachable: `));
+  assertEquals([server.status, server.fix], ["fail", noServerFix(commandName(t.env), true)]);
+});
+
 Deno.test("doctor quotes a proxy's error page: its status and <title>, and the fix", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();

@@ -255,7 +255,8 @@ Deno.test({
     const finish = `${copy}/bin/openviking-kimi uninstall --purge --kimi-home ${b}`;
     for (const dryRun of [true, false]) {
       const said = await t.run(runUninstall, { purge: true, dryRun });
-      assertStringIncludes(said, `Kept: ${copy}, which ${b} still runs (\`${finish}\` removes both)`);
+      const kept = `which the plugin directory ${b} kept (uninstalled without --purge) still runs`;
+      assertStringIncludes(said, `Kept: ${copy}, ${kept} (\`${finish}\` removes both)`);
       assertNotMatch(said, /left empty \(.*\/versions[,)]/, "the copy stays: so does its directory");
     }
     const [bin, ...args] = finish.split(" ");

@@ -66,11 +66,11 @@ Deno.test({
       note,
       new RegExp(`^Note: ${url} \\(from env\\): OpenViking at ${url} is not reachable: `),
     );
-    assertEquals(fix, `  fix: ${noServerFix(command)}`, "the command install placed");
+    assertEquals(fix, `  fix: ${noServerFix(command, true)}`, "the command install placed");
     assertStringIncludes(await Deno.readTextFile(`${ROOT}/README.md`), `\n${NO_SERVER_HEADING}\n`);
     assertEquals((await shell(bare, `${command} version`)).trim(), VERSION);
     const doctor = await shell(bare, `${command} doctor`, 1);
-    assertStringIncludes(doctor, `    fix: ${noServerFix(command)}`);
+    assertStringIncludes(doctor, `    fix: ${noServerFix(command, true)}`);
     const usage = await shell(bare, `${command} status --bogus`, 2);
     assertStringIncludes(usage, `Run "${command} status --help" for its help.`);
 
@@ -81,7 +81,7 @@ Deno.test({
     );
     assertEquals((await shell(onPath, "openviking-kimi version")).trim(), VERSION);
     const named = await shell(onPath, "openviking-kimi doctor", 1);
-    assertStringIncludes(named, `    fix: ${noServerFix("openviking-kimi")}`);
+    assertStringIncludes(named, `    fix: ${noServerFix("openviking-kimi", true)}`);
     assertNotMatch(named, new RegExp(`${command} `), "no path where the name works");
     const help = await shell(onPath, "openviking-kimi status --bogus", 2);
     assertStringIncludes(help, 'Run "openviking-kimi status --help" for its help.');
@@ -89,7 +89,10 @@ Deno.test({
     await Deno.mkdir(`${dir.path}/other`);
     await Deno.writeTextFile(`${dir.path}/other/openviking-kimi`, "#!/bin/sh\nexit 3\n", { mode: 0o755 });
     const shadowed = { ...onPath, PATH: `${dir.path}/other:${onPath.PATH}` };
-    assertStringIncludes(await shell(shadowed, `${command} doctor`, 1), `    fix: ${noServerFix(command)}`);
+    assertStringIncludes(
+      await shell(shadowed, `${command} doctor`, 1),
+      `    fix: ${noServerFix(command, true)}`,
+    );
 
     // uninstall keeps it with the program (and says so); --purge removes it.
     assertMatch(
