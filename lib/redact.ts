@@ -561,8 +561,20 @@ const RULES: Readonly<Record<string, RegExp | [RegExp, Pick?] | Rule>> = {
     const { head, name, value } = args.at(-1) as Record<string, string>, v = value.trim();
     return secretName(name) && secretValue(v, false) ? head + value.replace(v, () => hide(v)) + m.slice(head.length + value.length) : m;
   }), text),
+  "expect-send": (text, hide = plain) => text.replace(EXPECT_SEND, (m, head: string, _q, value: string, tail: string, at: number) => { // expect's `send "…\\r"` answering a password prompt
+    const prompt = text.slice(Math.max(0, at - 200), at).split(/\bexpect\b/).at(-1)!; // since the last `expect`
+    return /assword|passphrase|passcode|secret|token|\bpin\b/i.test(prompt) && secretValue(value, true) ? head + hide(value) + tail : m;
+  }),
+  "storage-account-key": (text, hide = plain) => text.replace(STORAGE_KEY, (m, head: string, key: string, at: number) => { // `az storage account keys list`: a 64-byte base64 `value` beside a `keyName`
+    const [before, after] = [text.slice(Math.max(0, at - 400), at), text.slice(at, at + m.length + 400)];
+    return /keyName/.test(before.slice(before.lastIndexOf("{") + 1) + after.slice(0, after.indexOf("}") >>> 0)) ? head + hide(key) : m;
+  }),
   assignment: (text, hide = plain) => redactAssignments(text, hide),
 };
+const EXPECT_SEND = orAfterEscape(
+  /\b(send(?:[ \t]+-[-\w]+)*[ \t]+(\\?"))([^"\\\s]{1,200})((?:\\\\?[rn])*\2)/g,
+);
+const STORAGE_KEY = /(\\?"value\\?"[ \t]*:[ \t]*\\?")([A-Za-z0-9+/]{86}==)(?=\\?")/g;
 // deno-fmt-ignore: the shapes of the rules written as code; a key-like name is `snake_case`, `kebab-case` or `camelCase`
 const [COOKIE, CURL_COOKIE, CONFIG_SET, SECRET_OPTION, NAMED_VALUE, ...QUOTED_ARGUMENTS] = [
   /\b((set-)?cookie\\?["'`]?[ \t]*:[ \t]*\\?["'`]?)([^\r\n"'`\\]+)/gi,
