@@ -74,7 +74,7 @@ function userAndPassword(b64: string): boolean {
 }
 
 /** Where a key that may name a secret is: a secret word in it, the scan's quick first look. */
-const SECRET_HINT = /secret|token|pass|pwd|cred|auth|key|sig|hmac|salt|otp|pin/gi;
+const SECRET_HINT = /secret|token|pass|pw|psk|cred|auth|key|sig|hmac|salt|otp|pin/gi;
 const SECRET_HINT_WORD = new RegExp(SECRET_HINT.source, "i");
 /** A key and its assignment operator, optionally quoted (`KEY=`, `"key": `, `\"key\": `) or subscripted (`env['KEY'] =`). */
 const KEY_AT = /-{0,2}(\\?["']?)([A-Za-z_][\w.-]*)\1\]?([ \t]*)(:=|=>|\?=|=|:)([ \t]*)/y;
@@ -97,7 +97,7 @@ const KEY_WORDS = /[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+/g;
  */
 // deno-fmt-ignore: word lists
 const [SECRET_WORDS, ABOUT_SECRET, PLAIN_KEYS, WEAK_KEYS] = [
-  "secret token password passwd pwd pass passphrase credential credentials creds auth apikey accesstoken authtoken secretkey privatekey accesskey sig signature sshpass",
+  "secret token password passwd pwd pw psk pass passphrase credential credentials creds auth apikey accesstoken authtoken secretkey privatekey accesskey sig signature sshpass",
   "url uri endpoint host path file dir name type mode method header count length len size limit max min enabled required ttl timeout expiry expires format prefix provider version id stdin",
   "public pub primary foreign sort partition cache hash range row lookup idempotency unique map dict object index composite hot s3 i18n translation group order bucket schema",
   "key hmac salt otp pin",
@@ -536,6 +536,13 @@ const RULES: Readonly<Record<string, RegExp | [RegExp | readonly RegExp[], Pick?
   authorization: [/\b((?:proxy-)?authorization["'`]?[ \t]*[:=][ \t]*["'`]?(?:(?:basic|bearer|token|digest|negotiate|ntlm|ssws)[ \t]+)?)(?!(?:basic|bearer|token|digest|negotiate|ntlm|ssws)\b(?!=)|[$%{<[])([\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*)(?:[ \t]*,[ \t]*[\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*))*|[^\s"'`,;]+)/gi], // An Authorization header's credentials after its scheme word: a token, or all its `name="value"` parameters.
   cookie: (text, hide = plain) => text.replace(COOKIE, (_m, head, set, pairs) => head + redactCookies(pairs, set !== undefined, hide)), // A `Cookie` or `Set-Cookie` header (or its JSON member): its `name=value` pairs, to the line's or string's end.
   bearer: [/\b((?:Bearer|SSWS)[ \t]+)((?=[\w.~+/=-]*\d)[\w.~+/=-]{8,})/gi], // A bearer (or Okta's SSWS) token anywhere, with a digit (`Bearer authentication` is a phrase).
+  "smtp-auth": (text, hide = plain) => text.replace(SMTP_AUTH, (m, head: string, b64: string) => { // SMTP's `AUTH PLAIN <base64 of \0user\0password>`, and the password line after `334 UGFzc3dvcmQ6` ("Password:")
+    try {
+      return /^334/.test(head) || atob(b64).includes("\0") ? head + hide(b64) : m;
+    } catch {
+      return m;
+    }
+  }),
   basic: [/\b(Basic[ \t]+)([A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])/gi, (b64) => userAndPassword(b64) ? b64 : undefined], // `Basic` credentials without their header: base64 that decodes to `user:password`.
   "user-option": [/(?<![\w-])((?:--user|-u)(?:[ \t]+|=)["']?(?![$%{<[])[^\s"':]*:["']?)(?!\d+(?:[\s"']|$)|[$%{<[]|\/\/)([^\s"']+)/g], // The password of curl's `-u user:password` (not a number, a variable, a placeholder or a URL's `//`).
   "secret-in-prose": [/\b((?:secret|password|passwd|passphrase|passcode|token|api[ _-]?key|credentials?)[ \t]+(?:is|was)[ \t]+(\\?)(["'`]))([^\s"'`\\]{4,200})(?=\2\3)/gi, (v) => NO_SECRET.test(v) ? undefined : v], // A quoted value a sentence says is a secret: `the secret is "…"`.
@@ -552,14 +559,26 @@ const RULES: Readonly<Record<string, RegExp | [RegExp | readonly RegExp[], Pick?
   "named-value": [/(?<![\w.-])((?<name>[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+|[a-z]+(?:[A-Z][a-z0-9]*)+)[ \t]+)([\w+/=~.-]{8,})(?![\w+/=~.-])/g, (v, { name }) => secretName(name!) && randomRun(v) ? v : undefined], // A key-like name (`snake_case`, `kebab-case`, `camelCase`), a blank, a generated-looking value: a table's row or a config command's pair.
   "here-string": (text, hide = plain) => text.replace(HERE_STRING, (m, value: string, at: number) => { // bash's `<<< …`: a command's input that names a secret before it
     const command = text.slice(Math.max(0, at - 200), at).split(/\\n|[\n;|&"]/).at(-1)!; // since the line's or the command's start
-    return (SECRET_HINT_WORD.test(command) || /\bssh-add\b/.test(command)) && secretValue(value, true) ? m.slice(0, -value.length) + hide(value) : m;
+    return (SECRET_HINT_WORD.test(command) || /\bssh-add\b|\bsudo[ \t](?:.*[ \t])?(?:-[A-Za-z]*S|--stdin)\b/.test(command)) && secretValue(value, true) ? m.slice(0, -value.length) + hide(value) : m;
   }),
   "curl-cookie": (text, hide = plain) => text.replace(CURL_COOKIE, (_m, head, _q, pairs) => head + redactCookies(pairs, false, hide)), // curl's `-b`/`--cookie` with `name=value` pairs (not a cookie file), quoted or not.
   "config-set": [/\b((?:setx|set(?:[ \t]+-[A-Za-z]+)+|launchctl[ \t]+setenv|(?:npm|yarn|pnpm)[ \t]+config[ \t]+set|aws[ \t]+configure[ \t]+set|git[ \t]+config(?:[ \t]+--(?:global|local|system))?|(?<gh>gh[ \t]+secret[ \t]+set))[ \t]+("?)(?<name>[^\s"=]+)\3(?:[ \t]+(?:-b|--body))?[ \t]+)(\\"[^"\r\n]*\\"|'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g, (v, { gh, name }) => (gh || secretName(name!)) && secretValue(v, true) ? v : undefined], // A command that sets a named value (fish's `set -x` too; `gh secret set`, whose every value is a secret).
   "quoted-argument": [[/(?<![\w-])(\\?["'](?<name>[A-Za-z_][\w.-]*)\\?["'][ \t]*,[ \t]*(\\?["']))([^"'\r\n\\]{1,200})(?=\3[ \t]*[),\]])/g, /(?<![\w-])((?<name>[A-Za-z_]\w*)[ \t]*\([ \t]*(\\?["']))([^"'\r\n\\]{1,200})(?=\3[ \t]*\))/g], (v, { name }) => secretName(name!) && secretValue(v, false) ? v : undefined], // `Setenv("DB_PASSWORD", "…")`, `setPassword("…")`
   "xml-element": [XML_SECRETS, (raw, { name }) => secretName(name!) && secretValue(raw.trim(), false) ? raw.trim() : undefined],
+  "expect-send": (text, hide = plain) => text.replace(EXPECT_SEND, (m, head: string, _q, value: string, tail: string, at: number) => { // expect's `send "…\\r"` answering a password prompt
+    const prompt = text.slice(Math.max(0, at - 200), at).split(/\bexpect\b/).at(-1)!; // since the last `expect`
+    return /assword|passphrase|passcode|secret|token|\bpin\b/i.test(prompt) && secretValue(value, true) ? head + hide(value) + tail : m;
+  }),
+  "storage-account-key": (text, hide = plain) => text.replace(STORAGE_KEY, (m, head: string, key: string, at: number) => { // `az storage account keys list`: a 64-byte base64 `value` beside a `keyName`
+    const [before, after] = [text.slice(Math.max(0, at - 400), at), text.slice(at, at + m.length + 400)];
+    return /keyName/.test(before.slice(before.lastIndexOf("{") + 1) + after.slice(0, after.indexOf("}") >>> 0)) ? head + hide(key) : m;
+  }),
   assignment: (text, hide = plain) => redactAssignments(text, hide),
 };
+const EXPECT_SEND = orAfterEscape(
+  /\b(send(?:[ \t]+-[-\w]+)*[ \t]+(\\?"))([^"\\\s]{1,200})((?:\\\\?[rn])*\2)/g,
+);
+const STORAGE_KEY = /(\\?"value\\?"[ \t]*:[ \t]*\\?")([A-Za-z0-9+/]{86}==)(?=\\?")/g;
 // deno-fmt-ignore: the shapes of the rules written as code
 const [COOKIE, CURL_COOKIE] = [
   /\b((set-)?cookie\\?["'`]?[ \t]*:[ \t]*\\?["'`]?)([^\r\n"'`\\]+)/gi,
@@ -569,6 +588,9 @@ const [VAULT_KV, KV_PAIR] = [
   orAfterEscape(/\bvault[ \t]+kv[ \t]+(?:put|patch)\b(?:[^\r\n|;&\\]|\\(?![nrt]))*/g),
   /(?<=[ \t])(\w[\w.-]*=)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g,
 ];
+const SMTP_AUTH = orAfterEscape(
+  /\b(AUTH[ \t]+PLAIN[ \t]+|334[ \t]+UGFzc3dvcmQ6[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*)([A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])/gi,
+);
 const HERE_STRING = /<<<[ \t]*('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g;
 /** Every credential rule by name, in the order they run. */
 export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = Object.fromEntries(

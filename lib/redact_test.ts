@@ -316,6 +316,11 @@ Deno.test("redact: every rule is linear — 128 KB of its worst case in well und
     "redis-cli and a line that never has -a": "redis-cli" + mb(" -"),
     "smbclient users without %": mb("smbclient -U a"),
     "Terraform heads": mb("abcdefghijklmn.atlasv1."),
+    "expect sends after a password prompt, never closed": 'expect "password:" ' + mb('send "a'),
+    "SMTP AUTH PLAIN, chained": mb("AUTH PLAIN "),
+    "sudo -S here-strings, chained": mb("sudo -S <<< a "),
+    "storage key values beside a keyName, chained": '{"keyName": "key1", ' +
+      mb('"value": "' + "A".repeat(86) + "="),
     "a base64 run of secret words": btoa(mb("token=ab ", SIZE * 3 / 4)),
     "a base64 run of plain words, wrapped twice": btoa(btoa(mb("plain words ", SIZE / 4))),
     "base64 lines of 76, never decoding": mb("A".repeat(76) + "\n"),

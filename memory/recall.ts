@@ -37,11 +37,14 @@ const MAX_MEMORIES = 50;
 const MAX_TEXT = 4000;
 const MAX_URI = 300;
 
-/** The memories of parsed `entries`, in order: each URI once (empty or too long: dropped), texts cut, ≤ 50. */
+/** A URI the digest may print: `viking://`, no blank or parenthesis (a link, or a forged second "(URI)", is none). */
+const SHOWN_URI = /^viking:\/\/[^\s()]+$/;
+
+/** The memories of parsed `entries`, in order: each URI once (empty, too long or not {@link SHOWN_URI}: dropped), texts cut, ≤ 50. */
 export function memoriesFromEntries(list: Iterable<Memory | null>): Memory[] {
   const out = new Map<string, Memory>();
   for (const m of list) {
-    if (!m || !m.uri || m.uri.length > MAX_URI || out.has(m.uri)) continue;
+    if (!m || m.uri.length > MAX_URI || !SHOWN_URI.test(m.uri) || out.has(m.uri)) continue;
     out.set(m.uri, {
       uri: m.uri,
       text: m.text.slice(0, MAX_TEXT),

@@ -353,10 +353,21 @@ function sessionsIn(dir: string, names: readonly string[]): Session[] {
   return [...by.values()].sort((a, b) => b.mtime - a.mtime);
 }
 
+/** Removes what killed runs left in `dir` untouched for {@link STATE_RETENTION_MS}: a lock no one holds, a damaged state set aside. */
+async function pruneStrays(dir: string, names: readonly string[], now: number): Promise<void> {
+  for (const n of names.filter((n) => n.endsWith(".lock") || /\.damaged-\d+$/.test(n))) {
+    const path = joinPath(dir, n);
+    const info = await Deno.lstat(path).catch(() => undefined);
+    if (!info?.isFile || now - (info.mtime?.getTime() ?? now) < STATE_RETENTION_MS) continue;
+    if (!n.endsWith(".lock")) await Deno.remove(path).catch(() => undefined);
+    else await withLock(path, () => Promise.resolve(), { waitMs: 0, makeDir: false }).catch(() => undefined); // gone on release
+  }
+}
+
 /**
  * Removes the states of sessions in `dir` untouched for {@link STATE_RETENTION_MS} that owe nothing (no capture
  * uncommitted, no intent unsettled, no kept prompt unsent), never the {@link PRINT_STATES} newest nor one whose lock is held; each name
- * goes on the pruned list first, so a session resumed later asks the server what it holds. How many went.
+ * goes on the pruned list first, so a session resumed later asks the server what it holds; and the strays of killed runs. How many sessions went.
  */
 export async function pruneStates(dir: string, now = Date.now()): Promise<number> {
   const names = await Array.fromAsync(Deno.readDir(dir), (e) => e.name).catch(() => [] as string[]);
@@ -366,6 +377,7 @@ export async function pruneStates(dir: string, now = Date.now()): Promise<number
     const kept = (await readState(joinPath(dir, s.name.replace(/\.json$/, ".prompt.json")))).fallbackPrompts;
     return uncommitted(state).length > 0 || (state.inflight?.keys.length ?? 0) > 0 || kept.length > 0;
   };
+  await pruneStrays(dir, names, now);
   const candidates: Session[] = [];
   for (const s of old) if (!await owing(s)) candidates.push(s);
   await recordPruned(dir, candidates.map((s) => s.name)); // listed before any goes: a resume then asks
