@@ -6,7 +6,6 @@ import { runHook } from "./dispatch.ts";
 import {
   appendLedger,
   type CaptureEntry,
-  foldSession,
   ledgerEntryOf,
   ledgerFile,
   ledgerFiles,
@@ -222,17 +221,4 @@ Deno.test("ledger: a ledger file that is a link is never followed: the linked fi
   assertEquals(await appendLedger(`${dir.path}/ledger`, "s", prompt(1), limits), false);
   assertEquals(await Deno.readTextFile(target), "my notes\n");
   assertTrue((await Deno.lstat(ledgerFile(`${dir.path}/ledger`, "s"))).isSymlink, "the link left as it was");
-});
-
-Deno.test("ledger: a prompt whose recall failed folds as a failed recall, not as one that found nothing", () => {
-  const here = { url: "http://ov", who: "" };
-  const unreachable = { kind: "unreachable" as const, status: 0, message: "connection refused" };
-  const last = (e: Partial<PromptEntry>) => foldSession("s", [{ ...prompt(1), ...e }], here).prompts.lastPath;
-  assertEquals(last({ path: "none", failure: unreachable, injected: [], suppressed: [] }), "failed");
-  assertEquals(last({ path: "none", injected: [], suppressed: [] }), "none", "an empty query asks nothing");
-  assertEquals(
-    last({ path: "context", failure: unreachable }),
-    "context",
-    "the profile's failure: recall worked",
-  );
 });
