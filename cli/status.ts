@@ -29,61 +29,34 @@ import { commandName, workspaceDir } from "../lib/self.ts";
 import { SESSION_PREFIX, sessionDestination } from "../memory/context.ts";
 import { alarmWords, askAlarm, memoriesOf } from "../memory/extraction.ts";
 
+const [num, str] = [z.number(), z.string()];
 /** A problem as `status` says it; a place's counts. (`status --json`, README "status".) */
-export const ProblemSchema = z.object({ kind: z.string(), message: z.string(), fix: z.string() });
-export const CountsSchema = z.object({ entries: z.number(), messages: z.number(), commits: z.number() });
+export const ProblemSchema = z.object({ kind: str, message: str, fix: str });
+export const CountsSchema = z.object({ entries: num, messages: num, commits: num });
+/** Writes for another server or identity (`where`: its environment). */
+const Elsewhere = <S extends z.core.$ZodLooseShape>(shape: S) =>
+  z.optional(z.array(z.object({ ...shape, messages: num, where: str })));
 
 /** A commit and what OpenViking did with it (README "status" says each field). */
 const CommitStatusSchema = z.object({
-  at: z.number(),
-  outcome: z.string(),
-  taskId: z.optional(z.string()),
-  waiting: z.optional(z.boolean()),
-  replayedAt: z.optional(z.number()),
-  origin: z.optional(OriginSchema),
-  task: z.optional(z.object({
-    status: z.string(),
-    error: z.optional(z.string()),
-    memories: z.array(z.string()),
-    tokens: z.optional(z.number()),
-  })),
+  ...{ at: num, outcome: str, taskId: z.optional(str), waiting: z.optional(z.boolean()) },
+  ...{ replayedAt: z.optional(num), origin: z.optional(OriginSchema) },
+  task: z.optional(
+    z.object({ status: str, error: z.optional(str), memories: z.array(str), tokens: z.optional(num) }),
+  ),
 });
 export type CommitStatus = z.infer<typeof CommitStatusSchema>;
 
-/** One Kimi session as the ledger saw it. */
+/** One Kimi session as the ledger saw it; `elsewhere`: of its queued or uncommitted writes, in order. */
 export const SessionStatusSchema = z.object({
-  kimiSessionId: z.string(),
-  openVikingSessionId: z.string(),
-  lastActivity: z.number(),
-  prompts: z.object({
-    seen: z.number(),
-    injected: z.number(),
-    suppressed: z.number(),
-    lastPath: z.optional(z.string()),
-  }),
-  captures: z.object({
-    runs: z.number(),
-    turns: z.number(),
-    sent: z.number(),
-    queued: z.number(),
-    rejected: z.number(),
-  }),
+  ...{ kimiSessionId: str, openVikingSessionId: str, lastActivity: num },
+  prompts: z.object({ seen: num, injected: num, suppressed: num, lastPath: z.optional(str) }),
+  captures: z.object({ runs: num, turns: num, sent: num, queued: num, rejected: num }),
   commits: z.array(CommitStatusSchema),
-  /** `elsewhere`: those of them queued for another server or identity (`where`: its environment), in order. */
-  queue: z.object({
-    ...CountsSchema.shape,
-    elsewhere: z.optional(
-      z.array(z.object({ messages: z.number(), commits: z.number(), where: z.string() })),
-    ),
-  }),
+  queue: z.object({ ...CountsSchema.shape, elsewhere: Elsewhere({ commits: num }) }),
   rejected: CountsSchema,
-  /** `elsewhere`: those of them captured for another server or identity (`where`: its environment). */
-  uncommitted: z.optional(z.object({
-    messages: z.number(),
-    dueAt: z.number(),
-    elsewhere: z.optional(z.array(z.object({ messages: z.number(), where: z.string() }))),
-  })),
-  lastError: z.optional(z.object({ at: z.number(), ...ProblemSchema.shape })),
+  uncommitted: z.optional(z.object({ messages: num, dueAt: num, elsewhere: Elsewhere({}) })),
+  lastError: z.optional(z.object({ at: num, ...ProblemSchema.shape })),
 });
 export type SessionStatus = z.infer<typeof SessionStatusSchema>;
 
@@ -92,8 +65,7 @@ export function foldSession(name: string, entries: readonly LedgerEntry[], here:
   /** A run's origin when it is not `here` (its commits' tasks are another server's or identity's). */
   const elsewhere = (o: Origin | undefined) =>
     o && (o.url !== here.url || o.who !== here.who) ? o : undefined;
-  const ov = `${SESSION_PREFIX}${name}`;
-  const none = { entries: 0, messages: 0, commits: 0 };
+  const [ov, none] = [`${SESSION_PREFIX}${name}`, { entries: 0, messages: 0, commits: 0 }];
   const s: SessionStatus = {
     ...{
       kimiSessionId: name,
@@ -122,10 +94,7 @@ export function foldSession(name: string, entries: readonly LedgerEntry[], here:
       worked = e.path !== "skipped" && e.path !== "reused";
     } else if (e.kind === "capture") {
       if (e.event !== "idle") s.captures.runs++; // the idle watch's commit is no capture run
-      s.captures.turns += e.turns;
-      s.captures.sent += e.sent;
-      s.captures.queued += e.queued;
-      s.captures.rejected += e.rejected;
+      for (const k of ["turns", "sent", "queued", "rejected"] as const) s.captures[k] += e[k];
       if (e.commit !== "none") {
         s.commits.push({ at: e.at, outcome: e.commit, taskId: e.taskId, origin: elsewhere(e.origin) });
       }
@@ -164,43 +133,35 @@ export function errorOf(
 /** Commits of a session the screen shows (the newest); the rest are counted. */
 const SHOWN_COMMITS = 3;
 
-const Place = { ...CountsSchema.shape, sessions: z.number() };
+const Place = { ...CountsSchema.shape, sessions: num };
+const Words = z.object({ summary: str, fix: str });
 /** The whole `status --json` object. */
 export const StatusSchema = z.object({
-  version: z.string(),
+  version: str,
   connection: z.object({
-    url: z.string(),
-    reachable: z.boolean(),
-    authenticated: z.nullable(z.boolean()),
-    serverVersion: z.optional(z.string()),
-    account: z.optional(z.string()),
-    user: z.optional(z.string()),
-    peer: z.object({ id: z.string(), source: z.string() }),
+    ...{
+      url: str,
+      reachable: z.boolean(),
+      authenticated: z.nullable(z.boolean()),
+      serverVersion: z.optional(str),
+    },
+    ...{ account: z.optional(str), user: z.optional(str), peer: z.object({ id: str, source: str }) },
     problem: z.optional(ProblemSchema),
   }),
   sessions: z.array(SessionStatusSchema),
   queue: z.object({
-    ...Place,
-    oldest: z.optional(z.number()),
-    nextReplay: z.string(),
-    setAside: z.array(z.string()),
-    elsewhere: z.optional(z.object({ summary: z.string(), fix: z.string() })),
+    ...{ ...Place, oldest: z.optional(num), nextReplay: str, setAside: z.array(str) },
+    elsewhere: z.optional(Words),
   }),
   rejected: z.object({
-    ...Place,
-    dir: z.string(),
-    last: z.optional(z.object({ at: z.number(), status: z.number(), message: z.string() })),
-    fix: z.string(),
+    ...{ ...Place, dir: str, fix: str },
+    last: z.optional(z.object({ at: num, status: num, message: str })),
   }),
-  notAsked: z.array(z.string()),
-  extraction: z.optional(z.object({ commits: z.number(), failed: z.number(), ...ProblemSchema.shape })),
-  paused: z.optional(z.object({
-    since: z.number(),
-    reason: z.string(),
-    failures: z.number(),
-    nextProbeAt: z.number(),
-    answeredAt: z.optional(z.number()),
-  })),
+  notAsked: z.array(str),
+  extraction: z.optional(z.object({ commits: num, failed: num, ...ProblemSchema.shape })),
+  paused: z.optional(
+    z.object({ since: num, reason: str, failures: num, nextProbeAt: num, answeredAt: z.optional(num) }),
+  ),
 });
 export type Status = z.infer<typeof StatusSchema>;
 
@@ -298,24 +259,20 @@ export function commitCost(s: SessionStatus): string | undefined {
       : "model tokens unknown (the server was not asked)");
 }
 
-/** How a session's last prompt's recall went, in words (`path`: its ledger's, folded). */
-function lastRecall(path: string): string {
-  const said: Record<string, string> = {
-    failed: "last recall failed",
-    paused: "last recall paused",
-    none: "last asked nothing",
-    reused: "last reused its recall",
-    skipped: "last too short to ask",
-  };
-  return said[path] ?? `last via ${path}`;
-}
+/** How a session's last prompt's recall went, in words, by its folded path (else "last via <path>"). */
+const LAST_RECALL: Record<string, string> = {
+  ...{ failed: "last recall failed", paused: "last recall paused", none: "last asked nothing" },
+  ...{ reused: "last reused its recall", skipped: "last too short to ask" },
+};
 
 function sessionLines(s: SessionStatus, now: number, url: string): string[] {
   const { prompts: p, captures: c, queue: q, rejected: r, lastError: e, uncommitted: u } = s;
   const lines = [
     `  ${s.kimiSessionId} — ${s.lastActivity ? ago(s.lastActivity, now) : "no hook run in the ledger"}`,
     `    prompts ${p.seen}: ${plural(p.injected, "memory", "memories")} injected, ` +
-    `${p.suppressed} left out as repeats${p.lastPath ? ` (${lastRecall(p.lastPath)})` : ""}`,
+    `${p.suppressed} left out as repeats${
+      p.lastPath ? ` (${LAST_RECALL[p.lastPath] ?? `last via ${p.lastPath}`})` : ""
+    }`,
     `    captured ${c.turns} turn(s): ${c.sent} message(s) delivered, ${c.queued} queued` +
     (c.rejected ? `, ${c.rejected} refused` : ""),
     // Each of the cost's phrases kept whole by the wrap (no-break spaces until the screen is made).
