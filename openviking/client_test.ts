@@ -297,11 +297,12 @@ Deno.test("client: a failure's words come neutralised and without a secret, what
   const page = {
     status: 200,
     headers: { "content-type": "text/html" },
-    body: "<title>Sign\x1b[8m in</title>",
+    body: `<title>Sign\x1b[8m in ${"x".repeat(500)}</title>`,
   };
   fake.fault({ route: "GET /health", raw: page, times: 1 });
   const said = await client.request("GET", "/health", AnyResult);
-  const words = `${fake.url} answered HTTP 200 with text/html "Sign in", not an OpenViking reply`;
+  const title = `Sign in ${"x".repeat(68)}`; // 80 characters of it, its escape sequence removed
+  const words = `${fake.url} answered HTTP 200 with text/html "${title}", not an OpenViking reply`;
   assertEquals(said.ok ? "" : said.error.message, words);
 });
 

@@ -145,12 +145,6 @@ Deno.test("the entry point: help on stdout, refusals on stderr with exit 2 (a ho
       "",
       `${usageError("install", refused("install", ["--url", "--yes"]), env)}\n`,
     ],
-    [
-      ["install", "--url", "h:1933"],
-      2,
-      "",
-      `${usageError("install", refused("install", ["--url", "h:1933"]), env)}\n`,
-    ],
     [["version", "--x"], 2, "", `${usageError("version", "Unknown option '--x'", env)}\n`],
     [["hook"], 0, "", `${usageError("hook", "missing <event>", env)}\n`],
   ];

@@ -6,7 +6,6 @@
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking, MODEL_DOWN } from "../support/fake-openviking.ts";
-import { WORKER_ENV } from "../../kimi/detach.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { enqueueMessages, range } from "../support/queue.ts";
 import { destinationFor, SessionQueue } from "../../openviking/queue.ts";
@@ -433,18 +432,6 @@ Deno.test("status under balanced: captures that wait for a commit, by server aft
     "committed",
   ]]);
   assertMatch(await w.text(onB), /commit \d+ s ago: committed \(task task-idl\)/);
-});
-
-Deno.test("status: the idle watch's commit, after `install --url` of another server, is said made on the first", async () => {
-  await using w = await world({
-    env: { OPENVIKING_COMMIT_POLICY: "balanced", OPENVIKING_IDLE_COMMIT_SECONDS: "1" },
-  });
-  await w.say("a short question", "done");
-  await w.run("stop", {}, { [WORKER_ENV]: "1" }); // its watch commits once idle
-  assertEquals(w.commits(), 1);
-  const elsewhere = { ...w.env, OPENVIKING_URL: "http://127.0.0.1:9" };
-  const [c] = (await collectStatus(elsewhere, w.home)).sessions[0].commits;
-  assertEquals([c.outcome, c.origin?.url], ["committed", w.fake.url]);
 });
 
 Deno.test("status: a prompt whose recall or profile failed says why in its ledger line and in status", async () => {

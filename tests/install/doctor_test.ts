@@ -14,7 +14,7 @@ import { runInstall } from "../../install/install.ts";
 import { enqueueCommit } from "../support/queue.ts";
 import { emptyState, writeState } from "../../memory/state.ts";
 import { hookStateDir, pendingDir } from "../../lib/paths.ts";
-import { closedAddress, installSandbox, noServerFix } from "./helpers.ts";
+import { closedAddress, installSandbox } from "./helpers.ts";
 import { commandName } from "../../lib/self.ts";
 
 const NOW = Date.parse("2026-11-30T12:00:00.000Z");
@@ -113,16 +113,7 @@ Deno.test("doctor: a disabled plugin, a config Kimi rejects, a missing Kimi home
   assertEquals(byId(missing)["kimi-home"].status, "fail");
 });
 
-Deno.test('doctor with nothing answering at the address gives the fix that points to README\'s "No server yet?"', async () => {
-  await using dir = await tempDir();
-  const url = closedAddress();
-  const t = await setup(dir.path, { OPENVIKING_URL: url });
-  const { server } = byId(await t.doctor());
-  assertMatch(server.summary, new RegExp(`OpenViking at ${url} is not reachable: `));
-  assertEquals([server.status, server.fix], ["fail", noServerFix(commandName(t.env))]);
-});
-
-Deno.test("doctor quotes a proxy's error page: its status and <title>, neutralized and bounded, and the fix", async () => {
+Deno.test("doctor quotes a proxy's error page: its status and <title>, and the fix", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   const t = await setup(dir.path, { OPENVIKING_URL: fake.url });
@@ -139,15 +130,6 @@ Deno.test("doctor quotes a proxy's error page: its status and <title>, neutraliz
     server.fix!,
     /^the answer is not OpenViking's own \(a proxy's or gateway's page\?\): check that OpenViking runs/,
   );
-  fake.clearFaults();
-  fake.fault({
-    route: "GET /health",
-    raw: page(`Bad\x1b[2J\x1b]8;;http://evil/\x07 Gateway ${"x".repeat(500)}`),
-  });
-  const hostile = byId(await t.doctor()).server.summary;
-  assertStringIncludes(hostile, 'text/html "Bad Gateway xxx');
-  assertTrue(!hostile.includes("\x1b") && !hostile.includes("\x07"), "no escape reaches the screen");
-  assertNotMatch(hostile, /x{81}/);
 });
 
 Deno.test("doctor, run in a repository whose .openviking/config.json turns redaction off, names what was ignored", async () => {
