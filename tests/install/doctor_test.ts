@@ -14,7 +14,7 @@ import { runInstall } from "../../install/install.ts";
 import { enqueueCommit } from "../support/queue.ts";
 import { emptyState, writeState } from "../../memory/state.ts";
 import { hookStateDir, pendingDir } from "../../lib/paths.ts";
-import { closedAddress, installSandbox } from "./helpers.ts";
+import { closedAddress, installSandbox, noServerFix } from "./helpers.ts";
 import { commandName } from "../../lib/self.ts";
 
 const NOW = Date.parse("2026-11-30T12:00:00.000Z");
