@@ -21,6 +21,7 @@ async function firstInstall(registry: string, extra: Record<string, string> = {}
   const env = isolatedEnv(`${dir.path}/home`, {
     DENO_DIR: `${dir.path}/deno`,
     NPM_CONFIG_REGISTRY: registry,
+    NO_PROXY: "127.0.0.1",
     ...extra,
   });
   await Deno.mkdir(env.HOME);
