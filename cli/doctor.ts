@@ -95,6 +95,8 @@ function hookCheck(state: KimiState, run: Run): Check {
       `run ${run("install")}: it moves this home to the plugin`,
       detail,
     )
+    : new Set(regs.map(([, w]) => w[0])).size === 1
+    ? c.ok(`all ${HOOKS.length} hooks registered once (${regs[0][1][0]})`)
     : c.ok(`all ${HOOKS.length} hooks registered once`, undefined, detail);
 }
 

@@ -179,7 +179,7 @@ export async function memoriesCommand(
     if (r.ok) {
       const said = r.text === undefined
         ? [`forgot ${uri} (it was too large to show)`]
-        : [`forgot ${uri}; it said:`, ...r.text.split("\n").map((l) => `  ${l}`)];
+        : [`forgot ${uri}`, "it said:", ...r.text.split("\n").map((l) => `  ${l}`)];
       return say({ uri, forgotten: true, ...r.text === undefined ? {} : { text: r.text } }, said);
     }
     if ("gone" in r) {

@@ -409,9 +409,11 @@ export async function keyToSave(
   }
   const made = health.ok ? await makeUserKey(client, account, user, target.dryRun) : health;
   if ("key" in made) {
-    const said = `${rootKey}; with it, install ${made.said} and ${
-      target.dryRun ? "save" : "saves"
-    } that user's key instead.`;
+    const saved = await savedConnection(ctx.env);
+    const kept = saved.apiKey === made.key && originOf(saved.url) === originOf(target.url);
+    const said = `${rootKey}; with it, install ${made.said}${
+      kept ? ", the key saved already" : ` and ${target.dryRun ? "save" : "saves"} that user's key instead`
+    }.`;
     return {
       ok: true,
       apiKey: made.key,

@@ -286,8 +286,13 @@ export function createClient(
     try {
       response = await (options.fetch ?? fetch)(url, { method, headers, body, signal, redirect: "manual" });
     } catch (error) {
-      const why = `cannot reach ${origin}: ${withoutUserinfo((error as Error).message)}`;
-      const connect = /\(Connect\)/.test(String((error as Error).cause ?? ""));
+      // Deno's fetch says "fetch failed"; why (refused, DNS, TLS) is in its cause, after "(Connect): ".
+      const cause = String((error as Error).cause ?? "");
+      const reason = /\(Connect\): (.+)/.exec(cause)?.[1].replace(/ \(os error \d+\)/g, "");
+      const why = `cannot reach ${origin}: ${withoutUserinfo((error as Error).message)}${
+        reason ? ` (${reason})` : ""
+      }`;
+      const connect = /\(Connect\)/.test(cause);
       return noAnswer(signal.aborted, bound, `no answer from ${origin}`, why, connect);
     }
     const read = await readBody(response, { maxBytes, signal });

@@ -18,6 +18,7 @@ const PEER = "-work-app";
 /** Text with its line wrapping undone. */
 const flat = (text: string) => text.replace(/\s+/g, " ");
 const USER_MEMORY = "viking://user/default/memories/preferences/default/tabs.md";
+const USER_TEXT = "- The user prefers tabs over spaces";
 const PROJECT_MEMORY = `viking://user/default/peers/${PEER}/memories/events/build.md`;
 
 /** A sandbox home, and a fake whose commit made `USER_MEMORY` in Kimi session `session_a`, turn t3. */
@@ -33,7 +34,7 @@ async function world(fake: FakeOpenViking, home: string) {
       .then((r) => r.json());
   await post("messages", { role: "user", content: "I like tabs", turn_id: "t3" });
   const commit = await post("commit");
-  fake.files.set(USER_MEMORY, "- The user prefers tabs over spaces");
+  fake.files.set(USER_MEMORY, USER_TEXT);
   fake.files.set(PROJECT_MEMORY, "The build runs with `make ci`.\x1b]0;owned\x07");
   fake.modTimes.set(PROJECT_MEMORY, new Date(Date.now() - 3600_000).toISOString());
   fake.dirs.set("viking://~/peers", [{ isDir: true, uri: `viking://user/default/peers/${PEER}` }]);
@@ -199,6 +200,9 @@ Deno.test("memories forget: only a memory here (exit 2); a failed read deletes n
   assertEquals(again.code, 3);
   assertStringIncludes(again.stderr, "already gone; nothing was deleted");
   assertEquals(deletes(), 1, "nothing is asked to delete what is gone");
+  // The URI on a line of its own: a long one never splits "it said:" across two.
+  const text = await w.run("forget", USER_MEMORY);
+  assertEquals(text.stdout.split("\n").slice(0, 3), [`forgot ${USER_MEMORY}`, "it said:", `  ${USER_TEXT}`]);
 });
 
 /** The files of directory `dir`. */

@@ -102,7 +102,11 @@ Deno.test("install given the root key makes a user key with it and saves only th
 
   const again = await t.install({ url: fake.url, apiKey: ROOT_KEY });
   assertEquals(again.code, 0, again.stderr);
-  assertMatch(again.stdout, /install reused the key of user default in account default/);
+  // Nothing changes (that key is saved already): it is not said to be saved.
+  assertMatch(
+    again.stdout,
+    /install reused the key of user default in account default, the key saved already\./,
+  );
   assertEquals((await t.ovcli()).api_key, made?.key, "the same user, the same key");
 
   const status = JSON.parse((await t.cli(["status", "--json"])).stdout);

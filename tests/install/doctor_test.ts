@@ -50,6 +50,11 @@ Deno.test("doctor: everything in place → no failure; queue and captures report
   assertEquals(checks.filter((x) => x.status === "fail"), [], renderChecks(checks));
   const statuses = [c.hooks.status, c.mcp.status, c.command.status, c.server.status, c.auth.status];
   assertEquals(statuses.join(), "ok,ok,ok,ok,ok");
+  // Every hook from the one place: one line, not one per event.
+  assertEquals([c.hooks.summary, c.hooks.detail], [
+    "all 8 hooks registered once (plugin openviking-memory)",
+    undefined,
+  ]);
   assertEquals(c.queue.status, "warn");
   assertStringIncludes(c.queue.fix!, `\`${commandName(t.env)} replay\``); // the command doctor runs as
   assertMatch(c.captures.summary, /^last capture .* \(1 session\(s\)\)$/); // each session's: `status`

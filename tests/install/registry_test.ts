@@ -15,15 +15,23 @@ const entry = readme.split("\n- ").find((item) =>
   item.startsWith(`**"error: Failed caching npm package '…'"**`)
 );
 
-/** `deno task -q install` in this checkout with an empty DENO_DIR and the npm registry at `registry`. */
-async function firstInstall(registry: string, extra: Record<string, string> = {}) {
+/**
+ * `deno task -q install` in this checkout with an empty DENO_DIR and the npm registry at `registry`, named by
+ * NPM_CONFIG_REGISTRY (`npmrc`: by `~/.npmrc` instead).
+ */
+async function firstInstall(registry: string, extra: Record<string, string> = {}, npmrc = false) {
   await using dir = await tempDir();
   const env = isolatedEnv(`${dir.path}/home`, {
     DENO_DIR: `${dir.path}/deno`,
     NPM_CONFIG_REGISTRY: registry,
+    NO_PROXY: "127.0.0.1",
     ...extra,
   });
   await Deno.mkdir(env.HOME);
+  if (npmrc) {
+    delete env.NPM_CONFIG_REGISTRY;
+    await Deno.writeTextFile(`${env.HOME}/.npmrc`, `registry=${registry}\n`);
+  }
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["task", "-q", "install"],
     cwd: ROOT,
@@ -44,16 +52,19 @@ async function firstInstall(registry: string, extra: Record<string, string> = {}
 
 Deno.test("no registry: Deno's words as README quotes them, the URL it tried, nothing of ours ran", async () => {
   assertTrue(entry, "README's troubleshooting has the Failed caching npm package entry");
-  const registry = `${closedAddress()}/`;
-  const run = await firstInstall(registry);
-  assertEquals(run.code, 1, run.stderr);
-  assertMatch(run.stderr, /^error: Failed caching npm package '[^']+'\n/);
-  assertStringIncludes(run.stderr, registry, "its Caused by lines name the registry it tried");
-  assertEquals(run.stdout, "", "our first line never came");
-  assertTrue(!run.touched, "nothing in HOME");
+  for (const npmrc of [false, true]) {
+    const registry = `${closedAddress()}/`;
+    const run = await firstInstall(registry, {}, npmrc);
+    assertEquals(run.code, 1, run.stderr);
+    assertMatch(run.stderr, /^error: Failed caching npm package '[^']+'\n/);
+    assertStringIncludes(run.stderr, registry, "its Caused by lines name the registry it tried");
+    assertEquals(run.stdout, "", "our first line never came");
+    assertTrue(!run.touched, "nothing in HOME");
+  }
   for (
     const fix of [
       "NPM_CONFIG_REGISTRY",
+      "`.npmrc`",
       "DENO_CERT",
       "DENO_TLS_CA_STORE=system",
       "HTTPS_PROXY",
