@@ -76,7 +76,7 @@ import {
   sharedStateDir,
 } from "../lib/paths.ts";
 import { scrub } from "../lib/redact.ts";
-import { commandAfterPurge, commandName } from "../lib/self.ts";
+import { commandName } from "../lib/self.ts";
 import { OWNED_MARK, SKILL_NAME, SYSTEM_PROMPT_TITLE } from "../memory/instructions.ts";
 import { refreshPromptFile } from "../memory/system-prompt.ts";
 import { asSentence } from "../openviking/advice.ts";
@@ -424,7 +424,7 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
 async function purgeableData(ctx: Context, notes: Plan["notes"]): Promise<string[]> {
   const out = [defaultLogPath(ctx.env)];
   const { config } = await loadConfig(ctx.env, ctx.cwd);
-  const cmd = commandAfterPurge(ctx.env); // what runs once this purge is done
+  const cmd = commandName(ctx.env); // what runs once installed again
   const here = await destinationFor(config);
   const queues = [
     [

@@ -150,7 +150,7 @@ Deno.test({
 
 Deno.test({
   name:
-    "the last purge, run by the copy's own launcher once a first purge kept it for a running Kimi: the replay it names still runs",
+    "the last purge, run by the copy's own launcher once a first purge kept it for a running Kimi: the replay it names runs once installed again",
   ignore: Deno.build.os === "windows",
   async fn() {
     await using dir = await tempDir();
@@ -177,6 +177,9 @@ Deno.test({
     assertEquals(await exists(copy), false, said);
     const named = /^Kept: .* \(or run "(.+) replay"\)/m.exec(said.replace(/\n  +/g, " "));
     assertTrue(named, said);
+    // The command install places again, not the checkout's task: the checkout may be gone by then.
+    assertEquals(named[1], `${t.home}/.local/bin/openviking-kimi`, said);
+    await t.run(runInstall);
     const replay = await run("sh", ["-c", `${named[1]} replay`]);
     assertEquals(replay.code, 0, `${named[1]} replay: ${new TextDecoder().decode(replay.stderr)}\n${said}`);
     assertEquals(fake.messages("kc-left").length, 1, "the queued write sent");

@@ -361,6 +361,7 @@ Deno.test("uninstall --purge queues another server's uncommitted captures for th
       ?.cancel();
   }
   posts.length = 0;
+  const command = commandName(ctx.env); // the command install placed, and places again
   const said = await t.run(runUninstall, { purge: true }, ctx);
   assertEquals(posts, [], "nothing went to the server configured now");
   assertNotMatch(said, /install --url|--api-key/);
@@ -374,7 +375,7 @@ Deno.test("uninstall --purge queues another server's uncommitted captures for th
   assertStringIncludes(flat, "they are sent only there and stay queued until then");
   const printed = /`((?:[A-Z_]+=\S+ )+)(.+?) replay`/.exec(flat);
   assertTrue(printed, flat);
-  assertEquals(printed[2], commandName(ctx.env), "this program, run as the user runs it");
+  assertEquals(printed[2], command, "this program, run as the user runs it");
   const vars = Object.fromEntries(printed[1].trim().split(" ").map((v) => v.split("=", 2)));
   assertEquals(vars, { OPENVIKING_URL: old.url });
   await t.run(runInstall, {}, ctx);
