@@ -99,7 +99,8 @@ export async function planProgram(
     let copy, flags;
     try {
       flags = await productionFlags(self.root);
-      copy = await buildCopy(self.root, flags); // bundled by the Deno running install, run by the recorded one
+      // Bundled by the Deno running install, run by the recorded one; the wait said first.
+      copy = await buildCopy(self.root, flags, () => ctx.out.info(BUILDING));
     } catch (error) {
       return `cannot install from the checkout ${self.root}: ${(error as Error).message}`;
     }
@@ -201,10 +202,14 @@ const comparable = (bytes: Uint8Array) =>
 
 const builds = new Map<string, Promise<BuiltCopy>>();
 
+/** What install says before it bundles (only then: a run refused earlier, or a copy's, builds nothing). */
+const BUILDING = "openviking-kimi: building the program copy (deno bundle, a few seconds)…";
+
 /** Builds (once per process and checkout) the program copy of the checkout at `root`: both bundles, checked to run. */
-function buildCopy(root: string, flags: readonly string[]): Promise<BuiltCopy> {
+function buildCopy(root: string, flags: readonly string[], starting: () => void): Promise<BuiltCopy> {
   const key = [root, ...flags].join("\0");
   const built = builds.get(key) ?? (async () => {
+    starting();
     const tmp = await Deno.makeTempDir({ prefix: "openviking-kimi-copy-" });
     const deno = Deno.execPath();
     try {
