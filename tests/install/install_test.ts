@@ -21,7 +21,6 @@ import type { Context } from "../../install/transaction.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
 import { readKimiState } from "../../install/detect.ts";
 import { registrations } from "../../cli/doctor.ts";
-import { VERSION } from "../../lib/version.ts";
 import { BLOCK_BEGIN, BLOCK_END } from "../../install/spec.ts";
 import { writeConfigModeHome } from "./config_mode_home.ts";
 import {
@@ -164,45 +163,6 @@ Deno.test("--dry-run says what would be done and prints the diff (API key masked
   assertMatch(out, /^\+\s+"command": "\.\/bin\/openviking-kimi hook stop",$/m);
 });
 
-Deno.test("credentials go to ovcli.conf (merged, 0600, the file replaced kept as its .bak), never to a command line or the output", async () => {
-  await using dir = await tempDir();
-  const t = await installSandbox(dir.path);
-  await Deno.mkdir(t.ov, { recursive: true });
-  await Deno.chmod(t.ov, 0o755);
-  await Deno.writeTextFile(
-    `${t.ov}/ovcli.conf`,
-    JSON.stringify({ url: "http://old", extra_headers: { X: "1" } }),
-    { mode: 0o644 },
-  );
-  const code = await runInstall(
-    { ...t.ctx(), fetch: acceptingFetch },
-    opts({
-      credentials: { url: "http://127.0.0.1:1933", apiKey: "sk-secret-1", account: "acme", user: "ann" },
-    }),
-  );
-  assertEquals(code, 0, t.all());
-  const conf = JSON.parse((await read(`${t.ov}/ovcli.conf`))!);
-  assertEquals(conf, {
-    url: "http://127.0.0.1:1933",
-    extra_headers: { X: "1" },
-    api_key: "sk-secret-1",
-    account: "acme",
-    user: "ann",
-  });
-  if (!isWindows) {
-    assertEquals((await Deno.stat(`${t.ov}/ovcli.conf`)).mode! & 0o777, 0o600, "it holds the key");
-    assertEquals((await Deno.stat(t.ov)).mode! & 0o777, 0o755, "the user's directory keeps its mode");
-  }
-  assertEquals(JSON.parse((await read(`${t.ov}/ovcli.conf.bak`))!), {
-    url: "http://old",
-    extra_headers: { X: "1" },
-  });
-  assertNotMatch(t.all(), /sk-secret-1/);
-  for (const f of ["kimi.plugin.json", "bin/openviking-kimi"]) {
-    assertNotMatch((await read(`${t.plugin}/${f}`))!, /sk-secret-1/);
-  }
-});
-
 Deno.test({
   name: "install and uninstall keep the modes of the user's files and directories; what they create is 0600",
   ignore: isWindows,
@@ -234,42 +194,6 @@ Deno.test({
       `Kept: ${t.ov}/ovcli.conf and the queue files of OpenViking's other clients in ${t.ov}/pending.`,
     );
   },
-});
-
-Deno.test("plugin mode from a checkout: launcher + manifest placed, record upserted, others kept", async () => {
-  await using dir = await tempDir();
-  const t = await installSandbox(dir.path);
-  await Deno.mkdir(`${t.kimi}/plugins`, { recursive: true });
-  const other = { id: "other", root: "/elsewhere", source: "github", enabled: true };
-  await Deno.writeTextFile(
-    `${t.kimi}/plugins/installed.json`,
-    JSON.stringify({ version: 1, plugins: [other] }),
-  );
-  await t.run(runInstall);
-  const root = `${t.kimi}/plugins/managed/openviking-memory`;
-  const manifest = JSON.parse((await read(`${root}/kimi.plugin.json`))!);
-  assertEquals(manifest.name, "openviking-memory");
-  assertEquals(manifest.mcpServers.openviking, { command: "./bin/openviking-kimi", args: ["mcp"] });
-  for (const h of manifest.hooks) {
-    assertMatch(h.command, /^\.\/bin\/openviking-kimi hook [a-z-]+$/);
-    assertEquals(Object.keys(h).filter((k) => !["event", "matcher", "command", "timeout"].includes(k)), []);
-  }
-  const registry = JSON.parse((await read(`${t.kimi}/plugins/installed.json`))!);
-  assertEquals(registry.plugins[0], other);
-  assertEquals(registry.plugins[1].root, root);
-  if (!isWindows) {
-    const out = await new Deno.Command(`${root}/bin/openviking-kimi`, { args: ["version"], cwd: root })
-      .output();
-    assertEquals(new TextDecoder().decode(out.stdout).trim(), VERSION);
-    assertEquals((await Deno.stat(root)).mode! & 0o777, 0o700);
-  }
-  assertEquals(await read(`${t.kimi}/config.toml`), undefined, "plugin mode does not touch config.toml");
-
-  await t.run(runUninstall);
-  assertEquals(JSON.parse((await read(`${t.kimi}/plugins/installed.json`))!).plugins, [other]);
-  assertTrue((await read(`${root}/kimi.plugin.json`)) !== undefined, "without --purge the directory stays");
-  await t.run(runUninstall, { purge: true });
-  assertEquals(await read(`${root}/kimi.plugin.json`), undefined);
 });
 
 async function installUpstreamPlugin(t: Awaited<ReturnType<typeof installSandbox>>, enabled = true) {

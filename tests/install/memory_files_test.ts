@@ -55,6 +55,7 @@ Deno.test("plugin mode: the manifest points at the system prompt, the skill and 
     }
     return out;
   };
+  assertEquals(await mode(t.plugin), 0o700);
   for (const [path, m] of Object.entries(await modes())) {
     assertEquals(m, path.startsWith("bin/") ? 0o700 : 0o600, `${path} is ${m.toString(8)}`);
   }

@@ -83,12 +83,14 @@ Deno.test("uninstall names only what it left on disk", async () => {
   assertNotMatch(await t.run(runUninstall, {}, { self }), /Files kept/, "nothing left, nothing named");
 });
 
-Deno.test("no .bak of a file install created is left behind; the user's own file keeps its .bak", async () => {
+Deno.test("no .bak of a file install created (or only it wrote) is left behind; the user's own file keeps its .bak", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
   const self = await fakeCompiled(dir.path);
-  await writeConfigModeHome(t.kimi);
-  await t.run(runInstall, {}, { self });
+  await writeConfigModeHome(t.kimi); // an older version's block, entry and skill: all of it ours
+  assertNotMatch(await t.run(runInstall, {}, { self }), /previous copy/, "nothing of the user's was in them");
+  // The same binary installed again from another place rewrites only our registry record.
+  await t.run(runInstall, {}, { self: await fakeCompiled(`${dir.path}/newer`) });
   await t.run(runUninstall, {}, { self });
   assertEquals(await backups(t.kimi), [], "an install created them all");
 
@@ -108,22 +110,6 @@ Deno.test("no .bak of a file install created is left behind; the user's own file
   assertTrue(await exists(`${t.kimi}/plugins/installed.json`), "not deleted for being left empty");
   await t.run(runUninstall, { purge: true }, { self });
   assertEquals(await Deno.readTextFile(`${t.kimi}/plugins/installed.json.bak`), hand, "purge keeps it");
-});
-
-Deno.test("an install that updates files only it wrote keeps no .bak of them (an upgrade, then uninstall)", async () => {
-  await using dir = await tempDir();
-  const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
-  const self = await fakeCompiled(dir.path);
-  // An older version's config-mode block and entry, all of it ours, moved to the plugin.
-  await writeConfigModeHome(t.kimi, "/old/place/openviking-kimi");
-  const moved = await t.run(runInstall, {}, { self });
-  assertMatch(moved, /config-mode hooks removed/);
-  assertNotMatch(moved, /previous copy/, "nothing of the user's was in them");
-  // The same binary installed again from another place rewrites only our registry record.
-  const newer = await fakeCompiled(`${dir.path}/newer`);
-  await t.run(runInstall, {}, { self: newer });
-  await t.run(runUninstall, {}, { self: newer });
-  assertEquals(await backups(t.kimi), [], t.all());
 });
 
 Deno.test("every ✓ line says what was done: the silent steps (the record of homes, of directories) print none", async () => {
