@@ -154,7 +154,7 @@ export async function purgeCommitStep(
       const away: (Destination & { what: string })[] = [];
       const refused = `OpenViking refused the commit (kept in ${
         joinPath(pending, REJECTED_SUBDIR)
-      }: install again and run replay --rejected)`;
+      }: install again and run "${cmd} replay --rejected")`;
       /** What waits in `start` (state `file`) committed, or its commit queued, or named. */
       const settle = async (file: string, start: SessionState) => {
         let s = start;
@@ -212,12 +212,12 @@ export async function purgeCommitStep(
         plan.notes.push(
           `Queued: the commit of ${queued.join(", ")}, in ${joinPath(pending, QUEUE_SUBDIR)} ` +
             `(the server did not take it now): install again and the next session start replays it (or run ` +
-            `"${commandName(ctx.env)} replay").`,
+            `"${cmd} replay").`,
         );
       }
       const elsewhere = elsewhereWords(
         away.map((d) => ({ ...d, messages: 0, commits: 1 })),
-        commandName(ctx.env),
+        cmd,
       );
       if (elsewhere) {
         const what = away.map((d) => d.what).join(", ");

@@ -3,7 +3,7 @@
  * each keeping what it replaced aside until all succeeded; a failure puts back those taken, last first.
  */
 
-import { structuredPatch } from "diff";
+import { createTwoFilesPatch } from "diff";
 import { writeFileAtomic } from "../lib/fs.ts";
 import { dirName, type Env, isAbsolutePath, joinPath, processEnv } from "../lib/paths.ts";
 import { invocationCwd } from "../lib/self.ts";
@@ -393,17 +393,14 @@ export function planFile(
 export function unifiedDiff(path: string, before: string | undefined, after: string | undefined): string {
   if (before === after) return "";
   const shown = (t: string | undefined) => (t ?? "").replace(/\r(?=\n|$)/g, "␍");
-  const patch = structuredPatch(path, path, shown(before), shown(after), undefined, undefined, {
+  const [from, to] = [
+    before === undefined ? "/dev/null" : `${path} (now)`,
+    after === undefined ? "/dev/null" : `${path} (after)`,
+  ];
+  const patch = createTwoFilesPatch(from, to, shown(before), shown(after), undefined, undefined, {
     context: 3,
   });
-  const lines = [
-    `--- ${before === undefined ? "/dev/null" : `${path} (now)`}`,
-    `+++ ${after === undefined ? "/dev/null" : `${path} (after)`}`,
-    ...patch.hunks.flatMap((
-      h,
-    ) => [`@@ -${h.oldStart},${h.oldLines} +${h.newStart},${h.newLines} @@`, ...h.lines]),
-  ];
-  return `${lines.join("\n")}\n`;
+  return patch.slice(patch.indexOf("\n") + 1); // without the "====" line
 }
 
 /** Reports `message` as the run's error; returns the exit code 1. */

@@ -3,7 +3,6 @@
  * `1E+2`, 25 digits), strings with escapes (`\u00e9`, `\/`) or raw unicode, keys spelled with escapes, any
  * indentation or one line, LF or CRLF, with or without BOM and final newline, other top-level keys, other
  * servers, and sometimes an `openviking` server (ours, an older one of ours, OpenViking's, someone else's).
- * Each document carries the span of that server's value, so tests can check that nothing outside it changed.
  */
 
 import fc from "fast-check";
@@ -30,13 +29,10 @@ export interface McpDocument {
   text: string;
   /** Which `openviking` server it has. */
   openviking: "none" | "ours" | "old-ours" | "upstream" | "foreign";
-  hasServers: boolean;
-  /** Where the `openviking` server's value is in `text`. */
-  span?: { start: number; end: number };
 }
 
-/** Our entry as the planners are asked to write it in these tests. */
-export const MCP_ENTRY = { command: "/opt/ov/bin/openviking-kimi", args: ["mcp"] };
+/** Our entry, as an older config-mode install wrote it. */
+const MCP_ENTRY = { command: "/opt/ov/bin/openviking-kimi", args: ["mcp"] };
 
 const ENTRIES = {
   ours: MCP_ENTRY,
@@ -113,16 +109,8 @@ const layout: fc.Arbitrary<Layout> = fc.record({
   finalNewline: fc.boolean(),
 });
 
-/** Renders `n`; calls `mark` with the span of the node `target`. */
-function render(
-  n: JsonNode,
-  l: Layout,
-  base: string,
-  out: { text: string },
-  target?: JsonNode,
-  mark?: (start: number, end: number) => void,
-): void {
-  const start = out.text.length;
+/** Renders `n` onto `out.text`. */
+function render(n: JsonNode, l: Layout, base: string, out: { text: string }): void {
   if (n.t === "raw") out.text += n.text;
   else {
     const [open, close] = n.t === "arr" ? ["[", "]"] : ["{", "}"];
@@ -135,12 +123,11 @@ function render(
       if (i > 0) out.text += l.indent === undefined ? l.comma : ",";
       if (l.indent !== undefined) out.text += l.eol + inner;
       if (p.key !== undefined) out.text += p.key + l.colon;
-      render(p.value, l, inner, out, target, mark);
+      render(p.value, l, inner, out);
     });
     if (l.indent !== undefined && parts.length) out.text += l.eol + base;
     out.text += close;
   }
-  if (n === target) mark?.(start, out.text.length);
 }
 
 /** An mcp.json document with its layout and what it holds. */
@@ -177,13 +164,10 @@ export const mcpDocument: fc.Arbitrary<McpDocument> = fc.record({
     members.splice(d.serversAt % (members.length + 1), 0, { key, value: { t: "obj", members: servers } });
   }
   const out = { text: d.layout.bom ? "\ufeff" : "" };
-  let span: McpDocument["span"];
-  render({ t: "obj", members }, d.layout, "", out, ours, (start, end) => (span = { start, end }));
+  render({ t: "obj", members }, d.layout, "", out);
   if (d.layout.finalNewline) out.text += d.layout.eol;
   return {
     text: out.text,
     openviking: ours ? d.openviking : "none",
-    hasServers: servers !== undefined,
-    span,
   };
 });

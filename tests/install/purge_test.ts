@@ -320,6 +320,7 @@ Deno.test("uninstall --purge against a server that never answers queues every wa
   await Deno.mkdir(`${t.ov}/pending/kimicode-rejected`, { recursive: true }); // empty when the purge is planned
   t.said();
   const start = Date.now();
+  const command = commandName(ctx.env); // the command install placed, and places again
   const said = await t.run(runUninstall, { purge: true }, ctx);
   assertTrue(Date.now() - start < 20_000, `the purge took ${Date.now() - start} ms`);
   assertStringIncludes(said, "Queued: the commit of kc-s1 (2 message(s)), kc-s2 (2 message(s))");
@@ -329,7 +330,8 @@ Deno.test("uninstall --purge against a server that never answers queues every wa
   assertEquals(await entries("kimicode"), 2, "both queues stay");
   assertStringIncludes(
     said,
-    `Not committed: kc-s0 (2 message(s)): OpenViking refused the commit (kept in ${t.ov}/pending/kimicode-rejected`,
+    `Not committed: kc-s0 (2 message(s)): OpenViking refused the commit (kept in ${t.ov}/pending/kimicode-rejected: ` +
+      `install again and run "${command} replay --rejected")`,
   );
   assertTrue(await entries("kimicode-rejected") > 0, said);
 });

@@ -1,29 +1,12 @@
-/** Test helpers that tell whether one text is another with a single piece inserted or deleted. */
+/** Test helpers for the text of Kimi's JSON files. */
 
-/** The piece inserted into `before` to give `after`, or undefined when `after` is not `before` + one insertion. */
-export function insertionOf(before: string, after: string): string | undefined {
-  if (after.length < before.length) return undefined;
-  let p = 0;
-  while (p < before.length && before[p] === after[p]) p++;
-  const rest = before.slice(p);
-  return after.endsWith(rest) ? after.slice(p, after.length - rest.length) : undefined;
-}
-
-/** The piece deleted from `before` to give `after`, or undefined when it is not one deletion. */
+/** The piece deleted from `before` to give `after`, or undefined when `after` is not `before` less one piece. */
 export function deletionOf(before: string, after: string): string | undefined {
-  return insertionOf(after, before);
-}
-
-/** The first and last index where two texts differ: `before.slice(start, before.length - tail)` changed. */
-export function changedRegion(before: string, after: string): { start: number; tail: number } {
-  let start = 0;
-  while (start < before.length && start < after.length && before[start] === after[start]) start++;
-  let tail = 0;
-  while (
-    tail < before.length - start && tail < after.length - start &&
-    before[before.length - 1 - tail] === after[after.length - 1 - tail]
-  ) tail++;
-  return { start, tail };
+  if (before.length < after.length) return undefined;
+  let p = 0;
+  while (p < after.length && after[p] === before[p]) p++;
+  const rest = after.slice(p);
+  return before.endsWith(rest) ? before.slice(p, before.length - rest.length) : undefined;
 }
 
 /** JSON.parse after dropping a leading BOM. */
