@@ -166,7 +166,7 @@ export const StatusSchema = z.object({
 export type Status = z.infer<typeof StatusSchema>;
 
 /** A queue summary's entries, messages and commits, and of how many sessions. */
-export function totals({ entries, sessions }: queues.QueueSummary) {
+function totals({ entries, sessions }: queues.QueueSummary) {
   const sum = (f: "messages" | "commits") => sessions.reduce((n, s) => n + s[f], 0);
   return { entries, messages: sum("messages"), commits: sum("commits"), sessions: sessions.length };
 }
@@ -192,13 +192,6 @@ export async function readPlaces(env: paths.Env, config: Config) {
 }
 
 export type Places = Awaited<ReturnType<typeof readPlaces>>;
-
-/** What to do about the writes OpenViking refused, kept in `dir` (status and doctor say it alike). */
-export const rejectedFix = (env: paths.Env, dir: string): string =>
-  `fix what the server says (its log, its settings), then send them again with ` +
-  `\`${commandName(env)} replay --rejected\`; to drop them, delete ${dir}. It keeps the newest ` +
-  `${queues.REJECTED_MAX_ENTRIES} writes and ${queues.REJECTED_MAX_BYTES >> 20} MiB; past that the oldest ` +
-  "are dropped";
 
 /** Marks the queued commits the queue still holds waiting; gives those that left it `tasks` no entry names; the rest. */
 function placeQueued(s: SessionStatus, tasks: { id: string; at: number }[]) {
@@ -500,7 +493,7 @@ export function readable(places: Places) {
 
 /** The queue and the refused writes as `status --json` has them (doctor checks them in the same words). */
 export async function placesStatus(env: paths.Env, config: Config, places: Places) {
-  const { queue, rejected } = readable(places);
+  const [{ queue, rejected }, cmd, dir] = [readable(places), commandName(env), places.rejectedDir];
   const here = await queues.destinationFor(config);
   const elsewhere = queues.elsewhereOf(queue.sessions, here);
   return {
@@ -509,15 +502,17 @@ export async function placesStatus(env: paths.Env, config: Config, places: Place
       oldest: queue.sessions[0]?.oldest,
       nextReplay: elsewhere && !queue.sessions.some((s) => queues.goesTo(s.to, here))
         ? "none here — every queued write is for another server or identity (below)"
-        : `at the next Kimi session start, or the session's next turn; now: \`${commandName(env)} replay\``,
+        : `at the next Kimi session start, or the session's next turn; now: \`${cmd} replay\``,
       setAside: places.setAside,
       elsewhere,
     },
     rejected: {
       ...totals(rejected),
-      dir: places.rejectedDir,
+      dir,
       ...(rejected.last ? { last: rejected.last } : {}),
-      fix: rejectedFix(env, places.rejectedDir),
+      fix: `fix what the server says (its log, its settings), then send them again with \`${cmd} replay ` +
+        `--rejected\`; to drop them, delete ${dir}. It keeps the newest ${queues.REJECTED_MAX_ENTRIES} writes ` +
+        `and ${queues.REJECTED_MAX_BYTES >> 20} MiB; past that the oldest are dropped`,
     },
   } satisfies Pick<Status, "queue" | "rejected">;
 }
