@@ -1,11 +1,9 @@
 /** `openviking-kimi doctor`: every check, each problem with its fix; exit 1 when one fails. Never prints a key. */
 
-import { adviceFor } from "../openviking/advice.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
 import * as queues from "../openviking/queue.ts";
 import { HOOKS } from "../kimi/hooks.ts";
-import { SESSION_PREFIX } from "../memory/context.ts";
-import { type SessionState, SessionStateSchema } from "../memory/state.ts";
+import { SessionStateSchema } from "../memory/state.ts";
 import { alarmWords, askAlarm } from "../memory/extraction.ts";
 import { homeListed } from "../memory/dispatch.ts";
 import { createClient } from "../openviking/client.ts";
@@ -27,13 +25,24 @@ import * as paths from "../lib/paths.ts";
 import { scrub } from "../lib/redact.ts";
 import { commandName, COPY_FILES, invocationCwd } from "../lib/self.ts";
 import { VERSION } from "../lib/version.ts";
-import { type Places, readPlaces, rejectedFix, totals } from "./status.ts";
+import { ago } from "../lib/columns.ts";
+import {
+  capturedWords,
+  localSessions,
+  pausedWords,
+  type Places,
+  placesStatus,
+  queueWords,
+  readable,
+  readPlaces,
+  rejectedWords,
+  type Said,
+} from "./status.ts";
 
 /** What doctor looks at: the environment, Kimi's home ("" without one), the workspace, the OS, the time. */
 export type DoctorContext = { env: paths.Env; home: string; cwd?: string; os: OsFamily; now: number };
 type Part = Check[] | Promise<Check[]>;
 
-const iso = (at: number) => new Date(at).toISOString();
 const exists = (path: string) => Deno.lstat(path).then(() => true, () => false);
 const isFile = (path: string) => Deno.stat(path).then((s) => s.isFile, () => false);
 /** A command as the fixes name it: `` `openviking-kimi replay` `` as it runs in `env`. */
@@ -326,56 +335,47 @@ async function homeChecks(env: paths.Env): Promise<Check[]> {
   ];
 }
 
-/** A queue's messages and commits of how many sessions, in words, and a line for each of its first 5 sessions. */
-const inWords = (q: queues.QueueSummary) => ({
-  words: queues.countWords(totals(q)),
-  detail: q.sessions.slice(0, 5).map((s) => `${s.sessionId}: ${queues.countWords(s)}`),
-});
+/** `said` as check `id` of `status`. */
+const checked = (id: string, status: Check["status"], said: Said) =>
+  checkOf(id)[status](said.summary, said.fix, said.detail);
 
-/** The pending queue (per session), and the queue files replay set aside. */
-async function queueChecks(env: paths.Env, config: Config, places: Places, now: number): Promise<Check[]> {
-  const [c, { pending: dir, queue: q }] = [checkOf("queue"), places];
-  const aside = queues.setAsideWords(places.setAside);
-  const rest = aside ? [checkOf("set-aside").warn(aside.summary, aside.fix)] : [];
-  if (q instanceof Error) {
-    return [c.warn(`cannot read ${dir}: ${q.message}`, `make ${dir} readable and writable by you`), ...rest];
-  }
-  if (!q.entries) return [c.ok(`pending queue empty (${dir})`), ...rest];
-  const oldest = Math.min(...q.sessions.map((s) => s.oldest), now);
-  const { words, detail } = inWords(q);
-  const summary = `${words} waiting in ${dir}, oldest from ${iso(oldest)}`;
-  const away = queues.elsewhereOf(q.sessions, await queues.destinationFor(config));
-  if (away) return [c.warn(`${summary}; ${away.summary}`, away.fix, detail), ...rest];
-  if (now - oldest <= 3_600_000) return [c.info(summary), ...rest];
-  const fix = "they are sent when the server takes them (at the next session start); send them now with " +
-    `${runIn(env)("replay")}, and see the captures check below for why they wait`;
-  return [c.warn(summary, fix, detail), ...rest];
-}
-
-/** The writes OpenViking refused for good (or that waited past the queue's age limit), kept aside. */
-function rejectedCheck(env: paths.Env, places: Places): Check {
-  const [c, { rejectedDir: dir, rejected: kept }] = [checkOf("rejected"), places];
-  if (kept instanceof Error) return c.warn(`cannot read ${dir}: ${kept.message}`);
-  if (!kept.entries) return c.ok("no write refused by OpenViking");
-  const { words, detail } = inWords(kept);
-  const l = kept.last;
-  return c.warn(
-    `${kept.entries} write(s) OpenViking refused (${words}) are kept in ${dir}` +
-      (l ? `; the newest, ${iso(l.at)}: ${l.status ? `HTTP ${l.status}` : "never sent"}: ${l.message}` : ""),
-    rejectedFix(env, dir),
-    detail,
-  );
+/** The queue, the files replay set aside, the refused writes: what `status` says of them. */
+async function placeChecks(env: paths.Env, config: Config, places: Places, now: number): Promise<Check[]> {
+  const { queue, rejected } = await placesStatus(env, config, places);
+  const [q, away, aside] = [queueWords(queue, now), queue.elsewhere, queues.setAsideWords(places.setAside)];
+  const unread = (id: string, dir: string, e: Error) =>
+    checkOf(id).warn(`cannot read ${dir}: ${e.message}`, `make ${dir} readable and writable by you`);
+  return [
+    places.queue instanceof Error
+      ? unread("queue", places.pending, places.queue)
+      : q && away
+      ? checked("queue", "warn", { ...q, summary: `${q.summary}; ${away.summary}`, fix: away.fix })
+      : q
+      ? checked("queue", "info", q)
+      : checkOf("queue").ok(`empty (${places.pending})`),
+    ...aside ? [checked("set-aside", "warn", aside)] : [],
+    places.rejected instanceof Error
+      ? unread("rejected", places.rejectedDir, places.rejected)
+      : rejected.entries
+      ? checked("rejected", "warn", rejectedWords(rejected, now))
+      : checkOf("rejected").ok("no write refused by OpenViking"),
+  ];
 }
 
 /** Journal protocol versions this release was tested with. */
 const KNOWN_PROTOCOLS = ["1.4", "1.5"];
 
-/** The journal protocols the captures saw that this release does not know (the known ones: nothing to say). */
-function protocolCheck(states: SessionState[]): Check[] {
-  const unknown = [...new Set(states.map((s) => s.protocolVersion))]
-    .filter((p): p is string => !!p && !KNOWN_PROTOCOLS.includes(p));
-  if (!unknown.length) return [];
-  const summary = `journal protocol ${unknown.join(", ")} seen; this release knows ${
+/** The journal protocols the capture states saw that this release does not know (the known ones: nothing). */
+async function protocolCheck(dir: string): Promise<Check[]> {
+  const seen = new Set<string>();
+  for await (const e of Deno.readDir(dir)) {
+    if (!e.isFile || !e.name.endsWith(".json") || e.name.endsWith(".prompt.json")) continue;
+    const text = await Deno.readTextFile(paths.joinPath(dir, e.name)).catch(() => undefined);
+    const version = SessionStateSchema.safeParse(parseJsonOrUndefined(text)).data?.protocolVersion;
+    if (version && !KNOWN_PROTOCOLS.includes(version)) seen.add(version);
+  }
+  if (!seen.size) return [];
+  const summary = `journal protocol ${[...seen].join(", ")} seen; this release knows ${
     KNOWN_PROTOCOLS.join(", ")
   }`;
   return [
@@ -383,97 +383,32 @@ function protocolCheck(states: SessionState[]): Check[] {
   ];
 }
 
-/** The local places, and the capture states read before them. */
-type Seen = Places & { seen: { name: string; state: SessionState }[] | Error };
-
-/** The capture states in the hook state directory (prompt states skipped). */
-async function seenSessions(dir: string): Promise<{ name: string; state: SessionState }[]> {
-  const out = [];
-  for await (const e of Deno.readDir(dir)) {
-    if (!e.isFile || !e.name.endsWith(".json") || e.name.endsWith(".prompt.json")) continue;
-    const text = await Deno.readTextFile(paths.joinPath(dir, e.name)).catch(() => undefined);
-    const parsed = SessionStateSchema.safeParse(parseJsonOrUndefined(text));
-    if (parsed.success) out.push({ name: e.name.replace(/\.json$/, ""), state: parsed.data });
-  }
-  return out;
-}
-
-/** What the last captures did and why; for queued ones, what became of them (`answers`: the server answers). */
+/** The newest captured session as `status` folds it: its captures, and its last error with the fix. */
 async function captureChecks(
   env: paths.Env,
   config: Config,
-  places: Seen,
-  answers: boolean,
+  places: Places,
+  { answers, now }: { answers: boolean; now: number },
 ): Promise<Check[]> {
-  const [c, dir, run, { seen: sessions, queue }] = [
-    checkOf("captures"),
-    paths.hookStateDir(env),
-    runIn(env),
-    places,
-  ];
-  const rejected = rejectedCheck(env, places);
-  if (sessions instanceof Error) return [c.warn(`cannot read ${dir}: ${sessions.message}`), rejected];
-  const at = (s: SessionState) => s.lastCaptureAt ?? 0;
-  const captured = sessions.filter((s) => at(s.state) > 0).sort((a, b) => at(b.state) - at(a.state));
-  const said = (check: Check) => [check, rejected, ...protocolCheck(sessions.map((s) => s.state))];
-  if (!captured.length) {
-    return said(c.info(
-      sessions.length
-        ? `${sessions.length} session(s) seen, none captured yet`
-        : "no capture recorded yet (finish a turn in Kimi Code, then run doctor again)",
-    ));
+  const c = checkOf("captures");
+  const s = (await localSessions(env, config, {}, readable(places))).find((s) => s.captures.runs > 0);
+  if (!s) return [c.info("no capture recorded yet (finish a turn in Kimi Code, then run doctor again)")];
+  const [summary, e] = [`${s.kimiSessionId}: ${capturedWords(s.captures)}`, s.lastError];
+  if (s.queue.elsewhere) {
+    return [c.warn(`${summary}; its writes wait for another server or identity, as the queue check says`)];
   }
-  const [{ name, state: newest }] = captured;
-  const [last, cause] = [newest.lastCapture, newest.lastCapture?.cause];
-  const held = queue instanceof Error
-    ? undefined
-    : queue.sessions.find((q) => q.sessionId === `${SESSION_PREFIX}${name}`);
-  const away = held && !queues.goesTo(held.to, await queues.destinationFor(config));
-  const fate = last && cause && last.queued > 0 && last.rejected === 0 && cause.kind !== "local"
-    ? (!held?.entries ? "delivered" : away ? "elsewhere" : answers ? "waiting" : "blocked")
-    : undefined;
-  if (!last || !cause || fate === "delivered" || (!last.queued && !last.rejected && cause.kind !== "local")) {
-    const gone = fate === "delivered" ? `; the ${last?.queued} message(s) it queued have left the queue` : "";
-    return said(
-      c.ok(`last capture ${iso(at(newest))} (${captured.length} session(s))${gone}`),
-    );
+  if (!e) return [c.ok(summary)];
+  if (answers && s.queue.entries) {
+    const { queue } = await placesStatus(env, config, places);
+    const waiting = `the server answers now, and ${queues.countWords(s.queue)} wait in the queue`;
+    return [c.warn(`${summary}; ${waiting}`, `nothing to do: they go ${queue.nextReplay}`)];
   }
-  const advice = adviceFor(cause, held?.to?.url ?? config.baseUrl, env);
-  const then = `the last capture could not deliver then (${advice.summary})`;
-  if (fate === "elsewhere") {
-    const why = `${then}; its writes wait for another server or identity, as the queue check says`;
-    return said(c.warn(why));
-  }
-  if (fate === "waiting") {
-    const fix = "nothing to do: the session's next turn or the next Kimi session start sends them; to send " +
-      `them now: ${run("replay")}`;
-    return said(
-      c.warn(
-        `${then}; the server answers now, and its ${last.queued} message(s) wait in the queue`,
-        fix,
-      ),
-    );
-  }
-  const summary = last.rejected > 0
-    ? `the last capture had ${last.rejected} message(s) refused by OpenViking: ${cause.message}`
-    : `the last capture could not deliver: ${advice.summary}` +
-      (last.queued ? ` (${last.queued} message(s) wait in the queue)` : "");
-  return said(c.warn(summary, advice.fix));
+  return [c.warn(`${summary}; last error ${ago(e.at, now)}: ${e.message}`, e.fix)];
 }
 
-/** Recall paused (the breaker): since when and why, and when the server is asked again; nothing when not. */
-function recallChecks({ paused: p }: Places): Check[] {
-  if (!p) return [];
-  const [c, since] = [checkOf("recall"), `memory paused since ${iso(p.since)}: ${p.reason}`];
-  if (p.answeredAt !== undefined) {
-    return [c.info(`${since}; the server answered at ${iso(p.answeredAt)}: the next prompt asks it again`)];
-  }
-  return [c.warn(
-    `${since}; prompts do not ask the server`,
-    `nothing to do once the server answers: the first prompt or session start after ${iso(p.nextProbeAt)} ` +
-      "probes it (a search) and recall resumes; meanwhile check the server and its embedding and chat " +
-      "models (OpenViking's log)",
-  )];
+/** Recall paused (the breaker), as `status` says it; nothing when not. */
+function recallChecks({ paused: p }: Places, now: number): Check[] {
+  return p ? [checked("recall", p.answeredAt === undefined ? "warn" : "info", pausedWords(p, now))] : [];
 }
 
 /** What the newest commits made: a failed run fails, a run that made nothing warns; nothing when they made memory. */
@@ -508,13 +443,7 @@ export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
   const { config, warnings } = await loadConfig(env, ctx.cwd);
   const state = home ? await readKimiState(home) : undefined;
   const failed = homes.some((c) => c.id === "home" && c.status === "fail");
-  // The states before the queue: a capture that ends between the two reads queued before its state says so.
-  const seen = state && !failed
-    ? await seenSessions(paths.hookStateDir(env)).catch((e) =>
-      e instanceof Deno.errors.NotFound ? [] : e as Error
-    )
-    : [];
-  const places = state && !failed ? { ...await readPlaces(env, config), seen } : undefined;
+  const places = state && !failed ? await readPlaces(env, config) : undefined;
   const settings = checkOf("settings").warn(
     "some settings were ignored",
     "correct the values named above (environment or ~/.openviking/ovcli.conf); a workspace file may only make " +
@@ -524,7 +453,7 @@ export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
   const checks: Check[] = [];
   const answers = () => !checks.some((c) => (c.id === "server" || c.id === "auth") && c.status === "fail");
   const kimi = (part: (s: KimiState) => Part) => () => state ? part(state) : [];
-  const local = (part: (p: Seen) => Part) => () => places ? part(places) : [];
+  const local = (part: (p: Places) => Part) => () => places ? part(places) : [];
   const parts: [string, string, () => Part][] = [
     ["kimi-home", "Kimi's home", kimi((s) => kimiChecks(home, s))],
     ["hooks", "the registrations", kimi((s) => registrationChecks(s, runIn(env)))],
@@ -532,9 +461,14 @@ export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
     ["home", "the home directory", () => homes],
     ["settings", "the settings", kimi(() => warnings.length ? [settings] : [])],
     ["server", "the server", () => serverChecks(config, undefined, { env })],
-    ["queue", "the pending queue", local((p) => queueChecks(env, config, p, ctx.now))],
-    ["captures", "the captures", local((p) => captureChecks(env, config, p, answers()))],
-    ["recall", "the recall breaker", local(recallChecks)],
+    ["queue", "the pending queue", local((p) => placeChecks(env, config, p, ctx.now))],
+    [
+      "captures",
+      "the captures",
+      local((p) => captureChecks(env, config, p, { answers: answers(), now: ctx.now })),
+    ],
+    ["protocol", "the capture states", local(() => protocolCheck(paths.hookStateDir(env)).catch(() => []))],
+    ["recall", "the recall breaker", local((p) => recallChecks(p, ctx.now))],
     ["extraction", "the commits", local(() => answers() ? extractionChecks(config) : [])],
   ];
   for (const [id, what, part] of parts) checks.push(...await guarded(id, what, part));

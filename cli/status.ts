@@ -166,7 +166,7 @@ export const StatusSchema = z.object({
 export type Status = z.infer<typeof StatusSchema>;
 
 /** A queue summary's entries, messages and commits, and of how many sessions. */
-export function totals({ entries, sessions }: queues.QueueSummary) {
+function totals({ entries, sessions }: queues.QueueSummary) {
   const sum = (f: "messages" | "commits") => sessions.reduce((n, s) => n + s[f], 0);
   return { entries, messages: sum("messages"), commits: sum("commits"), sessions: sessions.length };
 }
@@ -192,13 +192,6 @@ export async function readPlaces(env: paths.Env, config: Config) {
 }
 
 export type Places = Awaited<ReturnType<typeof readPlaces>>;
-
-/** What to do about the writes OpenViking refused, kept in `dir` (status and doctor say it alike). */
-export const rejectedFix = (env: paths.Env, dir: string): string =>
-  `fix what the server says (its log, its settings), then send them again with ` +
-  `\`${commandName(env)} replay --rejected\`; to drop them, delete ${dir}. It keeps the newest ` +
-  `${queues.REJECTED_MAX_ENTRIES} writes and ${queues.REJECTED_MAX_BYTES >> 20} MiB; past that the oldest ` +
-  "are dropped";
 
 /** Marks the queued commits the queue still holds waiting; gives those that left it `tasks` no entry names; the rest. */
 function placeQueued(s: SessionStatus, tasks: { id: string; at: number }[]) {
@@ -273,8 +266,7 @@ function sessionLines(s: SessionStatus, now: number, url: string): string[] {
     `${p.suppressed} left out as repeats${
       p.lastPath ? ` (${LAST_RECALL[p.lastPath] ?? `last via ${p.lastPath}`})` : ""
     }`,
-    `    captured ${c.turns} turn(s): ${c.sent} message(s) delivered, ${c.queued} queued` +
-    (c.rejected ? `, ${c.rejected} refused` : ""),
+    `    ${capturedWords(c)}`,
     // Each of the cost's phrases kept whole by the wrap (no-break spaces until the screen is made).
     ...[commitCost(s)?.replace(/(?<=[,:] )[^,]+/g, (p) => p.replaceAll(" ", "\u00a0")) ?? []].flat(),
   ];
@@ -306,6 +298,45 @@ function sessionLines(s: SessionStatus, now: number, url: string): string[] {
   return lines;
 }
 
+/** A fact in words, as `status` prints it and doctor checks it: its line, the lines under it, what to do. */
+export type Said = { summary: string; detail?: string[]; fix?: string };
+
+/** A session's captures: turns, and their messages delivered, queued and refused. */
+export const capturedWords = (c: SessionStatus["captures"]): string =>
+  `captured ${c.turns} turn(s): ${c.sent} message(s) delivered, ${c.queued} queued` +
+  (c.rejected ? `, ${c.rejected} refused` : "");
+
+/** The recall breaker: paused since when and why, and what asks the server again. */
+export function pausedWords(p: NonNullable<Status["paused"]>, now: number): Said {
+  const since = ago(p.since, now);
+  if (p.answeredAt) {
+    const next = `the server answered ${ago(p.answeredAt, now)}: the next prompt asks it again`;
+    return { summary: `paused since ${since}`, detail: [p.reason, next] };
+  }
+  const probe = p.nextProbeAt > now
+    ? `in ${Math.ceil((p.nextProbeAt - now) / 1000)} s or later`
+    : "from now on";
+  return {
+    summary: `PAUSED: prompts do not ask the server since ${since}`,
+    detail: [p.reason],
+    fix: `the first prompt or session start ${probe} probes it (a search); recall resumes once it answers`,
+  };
+}
+
+/** The queue's writes, its oldest, and when they go (undefined: empty). */
+export function queueWords(q: Status["queue"], now: number): Said | undefined {
+  if (!q.entries) return undefined;
+  const oldest = q.oldest ? `, oldest ${ago(q.oldest, now)}` : "";
+  return { summary: `${queues.countWords(q)}${oldest}`, detail: [`next replay: ${q.nextReplay}`] };
+}
+
+/** The writes OpenViking refused: how many, where kept, the newest's reason, what to do. */
+export function rejectedWords(r: Status["rejected"], now: number): Said {
+  const l = r.last;
+  const last = l && `last ${ago(l.at, now)} (${l.status ? `HTTP ${l.status}` : "never sent"}): ${l.message}`;
+  return { summary: `${queues.countWords(r)}, kept in ${r.dir}`, detail: last ? [last] : [], fix: r.fix };
+}
+
 /** The status screen. */
 export function renderStatus(st: Status, now: number): string {
   const { connection: c, paused: p, extraction: x, queue: q, rejected: r } = st;
@@ -318,32 +349,21 @@ export function renderStatus(st: Status, now: number): string {
     `Server  ${c.url}  ${c.reachable ? `reachable${version}` : "NOT reachable"}`,
     `        ${key}${who ? `; ${who}` : ""}; peer ${c.peer.id ? `${c.peer.id} (${c.peer.source})` : "none"}`,
   ];
-  const said = (w?: { summary: string; fix: string }) =>
-    w ? [`        ${w.summary}`, `        fix: ${w.fix}`] : [];
-  if (c.problem) lines.push(...said({ summary: c.problem.message, fix: c.problem.fix }));
-  if (p) {
-    const wait = Math.ceil((p.nextProbeAt - now) / 1000);
-    const probe = p.nextProbeAt > now ? `in ${wait} s or later` : "from now on";
-    const next = p.answeredAt
-      ? `the server answered ${ago(p.answeredAt, now)}: the next prompt asks it again`
-      : `the first prompt or session start ${probe} probes it (a search); recall resumes once it answers`;
-    const state = p.answeredAt ? "paused" : "PAUSED: prompts do not ask the server";
-    lines.push(`Memory  ${state} since ${ago(p.since, now)}`, `        ${p.reason}`, `        ${next}`);
-  }
-  if (x) lines.push(`Memory  NOT MADE: ${x.message}`, `        fix: ${x.fix}`);
+  const said = (label: string, w?: Said) =>
+    w
+      ? [
+        label + w.summary,
+        ...[...w.detail ?? [], ...w.fix ? [`fix: ${w.fix}`] : []].map((l) => `        ${l}`),
+      ]
+      : [];
+  if (c.problem) lines.push(...said("        ", { summary: c.problem.message, fix: c.problem.fix }));
+  if (p) lines.push(...said("Memory  ", pausedWords(p, now)));
+  if (x) lines.push(...said("Memory  NOT MADE: ", { summary: x.message, fix: x.fix }));
   lines.push("", st.sessions.length ? "Sessions (newest first)" : "Sessions: none recorded yet");
   for (const s of st.sessions) lines.push(...sessionLines(s, now, c.url));
-  const oldest = q.oldest ? `, oldest ${ago(q.oldest, now)}` : "";
-  lines.push("", q.entries ? `Queue   ${queues.countWords(q)}${oldest}` : "Queue   empty");
-  if (q.entries) lines.push(`        next replay: ${q.nextReplay}`);
-  lines.push(...said(queues.setAsideWords(q.setAside)), ...said(q.elsewhere));
-  if (r.entries) {
-    const l = r.last;
-    const last = l
-      ? [`        last ${ago(l.at, now)} (${l.status ? `HTTP ${l.status}` : "never sent"}): ${l.message}`]
-      : [];
-    lines.push("", `Rejected ${queues.countWords(r)}, kept in ${r.dir}`, ...last, `        fix: ${r.fix}`);
-  }
+  lines.push("", ...said("Queue   ", queueWords(q, now) ?? { summary: "empty" }));
+  lines.push(...said("        ", queues.setAsideWords(q.setAside)), ...said("        ", q.elsewhere));
+  if (r.entries) lines.push("", ...said("Rejected ", rejectedWords(r, now)));
   const why = !c.reachable ? "server unavailable" : c.authenticated === false ? "key refused" : "no answer";
   if (st.notAsked.length) lines.push("", `Not asked (${why}): ${st.notAsked.join(", ")}`);
   return wrapLines(lines).join("\n").replaceAll("\u00a0", " ");
@@ -415,8 +435,8 @@ async function askTasks(client: OpenVikingClient, s: SessionStatus, diffs: { lef
 
 type SessionChoice = { session?: string; all?: boolean };
 
-/** The chosen sessions as the ledger, the queue and the rejected place know them (no network). */
-async function localSessions(
+/** The chosen sessions (newest first) as the ledger, the queue and the rejected place know them (no network). */
+export async function localSessions(
   env: paths.Env,
   config: Config,
   choice: SessionChoice,
@@ -464,15 +484,47 @@ async function localSessions(
   }));
 }
 
+/** The queue and the refused writes as read (one that cannot be read: empty). */
+export function readable(places: Places) {
+  const none: queues.QueueSummary = { sessions: [], entries: 0 };
+  const [queue, rejected] = [places.queue, places.rejected].map((q) => q instanceof Error ? none : q);
+  return { queue, rejected };
+}
+
+/** The queue and the refused writes as `status --json` has them (doctor checks them in the same words). */
+export async function placesStatus(env: paths.Env, config: Config, places: Places) {
+  const [{ queue, rejected }, cmd, dir] = [readable(places), commandName(env), places.rejectedDir];
+  const here = await queues.destinationFor(config);
+  const elsewhere = queues.elsewhereOf(queue.sessions, here);
+  return {
+    queue: {
+      ...totals(queue),
+      oldest: queue.sessions[0]?.oldest,
+      nextReplay: elsewhere && !queue.sessions.some((s) => queues.goesTo(s.to, here))
+        ? "none here — every queued write is for another server or identity (below)"
+        : `at the next Kimi session start, or the session's next turn; now: \`${cmd} replay\``,
+      setAside: places.setAside,
+      elsewhere,
+    },
+    rejected: {
+      ...totals(rejected),
+      dir,
+      ...(rejected.last ? { last: rejected.last } : {}),
+      fix: `fix what the server says (its log, its settings), then send them again with \`${cmd} replay ` +
+        `--rejected\`; to drop them, delete ${dir}. It keeps the newest ${queues.REJECTED_MAX_ENTRIES} writes ` +
+        `and ${queues.REJECTED_MAX_BYTES >> 20} MiB; past that the oldest are dropped`,
+    },
+  } satisfies Pick<Status, "queue" | "rejected">;
+}
+
 /** Everything `status` shows. */
 export async function collectStatus(env: paths.Env, cwd: string, choice: SessionChoice = {}) {
   const { config } = await loadConfig(env, cwd);
   const client = createClient(config, "", { timeoutMs: 3000 });
   const conn = await connection(client, config, cwd);
   const places = await readPlaces(env, config);
-  const none: queues.QueueSummary = { sessions: [], entries: 0 };
-  const [queue, rejected] = [places.queue, places.rejected].map((q) => q instanceof Error ? none : q);
-  const sessions = await localSessions(env, config, choice, { queue, rejected });
+  const read = readable(places);
+  const sessions = await localSessions(env, config, choice, read);
   const notAsked: string[] = [];
   const canAsk = conn.reachable && conn.authenticated !== false;
   const diffs = { left: 6 }; // memory diffs read per run
@@ -483,8 +535,6 @@ export async function collectStatus(env: paths.Env, cwd: string, choice: Session
   const alarm = canAsk ? await askAlarm(client) : null;
   if (alarm === null) notAsked.push("what the newest commits made");
   if (!conn.reachable) notAsked.unshift("whether the key is accepted");
-  const here = await queues.destinationFor(config);
-  const elsewhere = queues.elsewhereOf(queue.sessions, here);
   const x = alarm && alarmWords(alarm);
   const extraction = alarm && x &&
     { commits: alarm.commits, failed: alarm.failed, kind: x.kind, message: x.summary, fix: x.fix };
@@ -492,21 +542,7 @@ export async function collectStatus(env: paths.Env, cwd: string, choice: Session
     version: VERSION,
     connection: conn,
     sessions,
-    queue: {
-      ...totals(queue),
-      oldest: queue.sessions[0]?.oldest,
-      nextReplay: elsewhere && !queue.sessions.some((s) => queues.goesTo(s.to, here))
-        ? "none here — every queued write is for another server or identity (below)"
-        : `at the next Kimi session start, or the session's next turn; now: \`${commandName(env)} replay\``,
-      setAside: places.setAside,
-      elsewhere,
-    },
-    rejected: {
-      ...totals(rejected),
-      dir: places.rejectedDir,
-      ...(rejected.last ? { last: rejected.last } : {}),
-      fix: rejectedFix(env, places.rejectedDir),
-    },
+    ...await placesStatus(env, config, places),
     notAsked,
     ...(extraction ? { extraction } : {}),
     ...(places.paused ? { paused: places.paused } : {}),

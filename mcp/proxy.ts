@@ -161,7 +161,6 @@ export class Proxy {
   private reloading: Promise<boolean> | undefined;
   private generation = 0;
   private inits = 0;
-  private servedCatalog = false;
   /** The proxy's initialize goes on after the client's was answered without it (offline). */
   private startingOffline = false;
   private readonly stopped = new AbortController();
@@ -412,10 +411,6 @@ export class Proxy {
     this.adopt(out.result.protocolVersion);
     await this.http.send({ jsonrpc: "2.0", method: "notifications/initialized" }).catch(() => {});
     this.ready = true;
-    if (this.servedCatalog) {
-      this.servedCatalog = false;
-      await this.options.send({ jsonrpc: "2.0", method: "notifications/tools/list_changed" });
-    }
     return undefined;
   }
 
@@ -560,7 +555,7 @@ export class Proxy {
     const url = withoutUserinfo(this.settings.config.mcpUrl);
     const result = {
       protocolVersion: version,
-      capabilities: { tools: { listChanged: true } },
+      capabilities: { tools: {} },
       serverInfo: {
         name: "openviking",
         title: "OpenViking (via openviking-kimi)",
@@ -576,7 +571,6 @@ export class Proxy {
   private async fallback(request: JSONRPCRequest, failure: Failure): Promise<JSONRPCMessage> {
     if (request.method === "tools/list" && request.params?.cursor === undefined) {
       const cached = await readToolCache(this.options.toolCache, this.settings.config.mcpUrl);
-      this.servedCatalog = true;
       this.options.log.stage("offline-tools-list", { failure, cached: Boolean(cached) });
       const tools = offeredTools(cached ?? BUILTIN_TOOLS, this.settings.config.mcpTools);
       return { jsonrpc: "2.0", id: request.id, result: { tools } };

@@ -104,7 +104,10 @@ Deno.test("status: every field after a scripted session, with the server down an
   // Doctor names the replay (or the next turn), not the server.
   const { server, captures } = (await doctorChecks(w.env)).checks;
   assertEquals([server.status, captures.status], ["ok", "warn"]);
-  assertMatch(captures.summary, /2 message\(s\) wait in the queue/);
+  assertMatch(
+    captures.summary,
+    /the server answers now, and 2 message\(s\), 1 commit\(s\) wait in the queue/,
+  );
   assertTrue(!/start the server/.test(captures.fix ?? ""), captures.fix);
   assertMatch(captures.fix!, /next turn/);
   assertStringIncludes(captures.fix!, `\`${commandName(w.env)} replay\``);

@@ -253,7 +253,7 @@ Deno.test("mcp/fake: 401 names the credential source and how to fix it; a rewrit
   const proxy = startProxy({ HOME: home.path });
   // initialize and tools/list still answer, so Kimi keeps the tools
   const init = resultOf(await proxy.initialize());
-  assertEquals((init.capabilities as Json).tools, { listChanged: true });
+  assertEquals((init.capabilities as Json).tools, {});
   assertMatch(String(init.instructions), /refused the credentials \(HTTP 401\)/);
   assertEquals(toolNames(await proxy.request(1, "tools/list")), OFFERED_TOOLS);
   const before = fake.requestsTo("POST /mcp").length;
@@ -268,8 +268,6 @@ Deno.test("mcp/fake: 401 names the credential source and how to fix it; a rewrit
   await Deno.writeTextFile(conf, JSON.stringify({ url: fake.url, api_key: KEY }));
   const ok = resultOf(await proxy.call(3, "find", { query: "x" }));
   assertEquals((ok.content as Json[])[0].text, 'fake find: {"query":"x"}');
-  // the client is told to fetch the (now real) tool list again
-  await proxy.waitFor((m) => m.method === "notifications/tools/list_changed", "list_changed");
   fake.fault({ route: "POST /mcp", status: 403, times: 1 }); // a 403 is an authentication error too
   const forbidden = errorOf(await proxy.call(4, "health"));
   assertEquals([forbidden.code, forbidden.data?.status], [-32001, 403]);
