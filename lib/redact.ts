@@ -596,9 +596,9 @@ const HERE_STRING = /<<<[ \t]*('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g;
 export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = Object.fromEntries(
   Object.entries(RULES).map(([name, r]): [string, Rule] => {
     if (typeof r === "function") return [name, r];
-    if (r instanceof RegExp) return [name, (text, hide = plain) => text.replace(orAfterEscape(r), hide)];
-    const [shapes, pick = (raw: string) => raw] = r;
+    const [shapes, pick = (raw: string) => raw] = r instanceof RegExp ? [r] : r;
     const res = [shapes].flat().map(orAfterEscape);
+    if (r instanceof RegExp) return [name, (text, hide = plain) => text.replace(res[0], hide)];
     const replace = (text: string, re: RegExp, hide: Hide) =>
       text.replace(re, (m: string, head: string, ...rest: unknown[]) => {
         const groups = rest.at(-1), raw = m.slice(head.length);

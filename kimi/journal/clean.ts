@@ -3,33 +3,33 @@
 import { redact } from "../../lib/redact.ts";
 import { cutText } from "../../lib/neutralize.ts";
 
-/** Where an open or close tag (group 1: "/") starts, of each tag whose whole element is injected context. */
-const TAGS = ["openviking-context", "user-profile", "available-memories", "system-reminder", "hook_result"]
-  .map((tag) => new RegExp(`<(/)?${tag}(?=[\\s>/])`, "gi"));
+/** Where an open or close tag (group 1: "/") of a tag whose whole element is injected context (group 2) starts. */
+const TAG =
+  /<(\/)?(openviking-context|user-profile|available-memories|system-reminder|hook_result)(?=[\s>/])/gi;
 
 /** The blanks and `>` that end a close tag; the next `<` or `>` (where an open tag's attributes stop). */
 const [CLOSE_END, ANGLE] = [/\s*>/y, /[<>]/g];
 
-/** Removes the whole elements of one tag (matched like brackets, `<tag/>` too); a lone open or close is text. */
-function removeElements(text: string, tag: RegExp): string {
-  const [spans, opens]: [[number, number][], number[]] = [[], []];
-  tag.lastIndex = 0;
-  for (let m = tag.exec(text); m; m = tag.exec(text)) {
-    const after = m.index + m[0].length;
+/** Removes the whole elements of those tags (matched like brackets per tag, `<tag/>` too); a lone open or close is text. */
+function removeElements(text: string): string {
+  const [spans, opens]: [[number, number][], Record<string, number[]>] = [[], {}];
+  TAG.lastIndex = 0;
+  for (let m = TAG.exec(text); m; m = TAG.exec(text)) {
+    const [after, name] = [m.index + m[0].length, m[2].toLowerCase()];
     if (m[1]) { // a close tag
       CLOSE_END.lastIndex = after;
       if (!CLOSE_END.exec(text)) continue;
-      const start = opens.pop();
+      const start = opens[name]?.pop();
       if (start !== undefined) spans.push([start, CLOSE_END.lastIndex]);
-      tag.lastIndex = CLOSE_END.lastIndex;
+      TAG.lastIndex = CLOSE_END.lastIndex;
       continue;
     }
     ANGLE.lastIndex = after;
     const angle = ANGLE.exec(text);
     if (!angle || angle[0] === "<") continue; // not an open tag: its attributes never end
     if (text[angle.index - 1] === "/") spans.push([m.index, angle.index + 1]); // self-closing
-    else opens.push(m.index);
-    tag.lastIndex = angle.index + 1;
+    else (opens[name] ??= []).push(m.index);
+    TAG.lastIndex = angle.index + 1;
   }
   if (!spans.length) return text;
   spans.sort((a, b) => a[0] - b[0]);
@@ -44,8 +44,7 @@ function removeElements(text: string, tag: RegExp): string {
 
 /** Removes every injected block, NULs and lone surrogates (U+FFFD: OpenViking 0.5.2 refuses them), extra blanks. */
 export function cleanInjected(text: string): string {
-  let out = text.replace(/\0/g, "").toWellFormed();
-  for (const tag of TAGS) out = removeElements(out, tag);
+  const out = removeElements(text.replace(/\0/g, "").toWellFormed());
   // Trailing blanks go from every line; a run is tried from its start only, so a long one costs its length once.
   return out.replace(/(?<![ \t])[ \t]+(?=\n|$)/g, "").replace(/\n{3,}/g, "\n\n").trim();
 }

@@ -38,7 +38,11 @@ Deno.test("plan: redaction and truncation happen before sending; the key does no
   );
   const plan = planCapture(turnsOf(j), new Set(), 0, { ...opts, maxLength: 50 });
   assertEquals(plan.toSend[0].payload.content, "my key is [REDACTED] please store  it");
-  assertEquals(plan.toSend[1].payload.content.length, 50);
+  assertEquals(
+    plan.toSend[1].payload.content,
+    `${"x".repeat(38)}\n[truncated]`,
+    "cut to 50, the mark included",
+  );
   assertEquals(plan.toSend.map((c) => c.key), ["0:user", "0:assistant"]);
   const off = planCapture(turnsOf(j), new Set(), 0, { ...opts, redact: false });
   assertEquals(off.toSend[0].payload.content.includes("sk-abcdefghijklmnopqrstuvwx"), true);

@@ -307,11 +307,11 @@ const paragraphs = (texts: string[]) => texts.map((s) => s.trim()).filter(Boolea
 /** The user text of a turn (prompt and steers). */
 export const userText = (turn: Turn): string => paragraphs(turn.userParts);
 
-/** The turns of `path` after `cursor` (from the start once it no longer matches the file), and the read. */
+/** The turns of `path` after `cursor` (from the start once it no longer matches the file), and where the read ended. */
 export async function scanJournal(
   path: string,
   cursor?: ReadCursor & { nextIndex: number },
-): Promise<{ turns: TurnScan; read: Reading }> {
-  const read = await readJournal(path, cursor, turnLineFilter);
-  return { turns: scanTurns(read.lines, cursor && !read.rewritten ? cursor.nextIndex : 0), read };
+): Promise<{ turns: TurnScan; read: Omit<Reading, "lines"> }> {
+  const { lines, ...read } = await readJournal(path, cursor, turnLineFilter); // the records are not kept
+  return { turns: scanTurns(lines, cursor && !read.rewritten ? cursor.nextIndex : 0), read };
 }
