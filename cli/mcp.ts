@@ -9,6 +9,7 @@ import { type Env, hookStateDir, orNoHome, processEnv, sharedStateDir } from "..
 import { machinePrints } from "../memory/state.ts";
 import { resolvePeer } from "../openviking/peer.ts";
 import { gateReason } from "../kimi/gates.ts";
+import { printable } from "../lib/neutralize.ts";
 import { withoutUserinfo } from "../lib/redact.ts";
 import { Proxy, type ProxyOptions } from "../mcp/proxy.ts";
 import { toolCachePath } from "../mcp/tool-cache.ts";
@@ -54,7 +55,7 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
     };
   };
   const first = await load();
-  for (const warning of first.warnings) io.diagnostic(`openviking-kimi mcp: ${warning}`);
+  for (const warning of first.warnings) io.diagnostic(printable(`openviking-kimi mcp: ${warning}`)); // a workspace file's words
   const { settings, settings: { config } } = first;
   const secrets = config.apiKey ? [config.apiKey] : [];
   const log = createLogger({ enabled: config.debug, path: config.debugLogPath, source: "mcp", secrets });

@@ -244,3 +244,18 @@ Deno.test("mcp/tools: memory turned off, or the workspace bypassed, offers the m
   await Deno.writeTextFile(`${repo}/.openviking/config.json`, JSON.stringify({ enabled: false }));
   assertEquals(await offered({}, repo), off, "a workspace file may turn it off");
 });
+
+Deno.test("mcp: a workspace file's value in a settings warning reaches stderr printable (no bidi, C1 or escape)", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using fake = await FakeOpenViking.start();
+  const repo = `${home.path}/repo`;
+  await Deno.mkdir(`${repo}/.openviking`, { recursive: true });
+  const hostile = "0.9\u202e\u009b31m\u001b]8;;https://evil.example\u0007";
+  await Deno.writeTextFile(`${repo}/.openviking/config.json`, JSON.stringify({ scoreThreshold: hostile }));
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url }, { cwd: repo });
+  await proxy.initialize();
+  assertEquals(await proxy.close(), 0);
+  const said = proxy.diagnostics.join("\n");
+  assertMatch(said, /"scoreThreshold": invalid value "0\.9/);
+  assertTrue(!["\u202e", "\u009b", "\u0007", "\u001b"].some((c) => said.includes(c)), said);
+});
