@@ -8,6 +8,8 @@ import { createLogger } from "../lib/log.ts";
 import { type Env, hookStateDir, orNoHome, processEnv, sharedStateDir } from "../lib/paths.ts";
 import { machinePrints } from "../memory/state.ts";
 import { resolvePeer } from "../openviking/peer.ts";
+import { gateReason } from "../kimi/gates.ts";
+import { printable } from "../lib/neutralize.ts";
 import { withoutUserinfo } from "../lib/redact.ts";
 import { Proxy, type ProxyOptions } from "../mcp/proxy.ts";
 import { toolCachePath } from "../mcp/tool-cache.ts";
@@ -47,10 +49,13 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
   const load = async () => {
     const { config, warnings } = await loadConfig(io.env, workspace);
     const peer = await resolvePeer(workspace, config);
-    return { settings: { config, peerId: peer.peerId }, warnings };
+    return {
+      settings: { config, peerId: peer.peerId, off: gateReason(config, "", workspace ?? "") },
+      warnings,
+    };
   };
   const first = await load();
-  for (const warning of first.warnings) io.diagnostic(`openviking-kimi mcp: ${warning}`);
+  for (const warning of first.warnings) io.diagnostic(printable(`openviking-kimi mcp: ${warning}`)); // a workspace file's words
   const { settings, settings: { config } } = first;
   const secrets = config.apiKey ? [config.apiKey] : [];
   const log = createLogger({ enabled: config.debug, path: config.debugLogPath, source: "mcp", secrets });

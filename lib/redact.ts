@@ -295,6 +295,8 @@ const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp, after?: RegEx
   [/cf/, /auth[ \t]+(?!-)\S+[ \t]+/],
   [/user(?:mod|add)/, /(?:-p|--password)(?:[ \t]+|=)/],
   [/twine/, /(?:-p|--password)(?:[ \t]+|=)/],
+  [/psexec(?:64)?/, /-p(?:[ \t]+|=)/],
+  [/net[ \t]+user/, /(?![/*])[^\s;|&]+[ \t]+(?![/*])/], // `net user <name> <password>` (not `*`, which asks, nor an `/option`)
   [/net[ \t]+use/, /(?:[A-Za-z]:[ \t]+)?\\\\\S+(?:[ \t]+\/u(?:ser)?:\S+)?[ \t]+(?!\/)/], // after the share, before or after `/user:`
   [/consul[ \t]+acl[ \t]+set-agent-token/, /(?:agent|default|replication|recovery|config_file_service_registration|dns)[ \t]+/],
   [/mc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)/, /(?!-)\S+[ \t]+(?!-)\S+[ \t]+(?!-)\S+[ \t]+/], // alias, URL, access key, the secret key
@@ -552,6 +554,8 @@ const RULES: Readonly<Record<string, RegExp | [RegExp | readonly RegExp[], Pick?
   pgpass: [/(?<![^\r\n"'])([\w.*-]+:(?:\d+|\*):[^\s:"'\\]+:[^\s:"'\\]+:)([^\s:"'\\]+)(?=[ \t]*(?:[\r\n"]|\\[rn]|$))/g, valued(true)], // A `.pgpass` line, `host:port:database:user:password` (or a string of it): the last field, ending it.
   "oracle-logon": [/\b((?:jdbc:oracle:(?:thin|oci):|(?:sqlplus|sqlldr|expdp|impdp|rman)(?:[ \t]+-\w+)*[ \t]+)[^\s/@:"']+\/)([^\s/@"'\\]+)(?=@)/gi], // Oracle's `user/password@` (a JDBC thin or OCI URL, `sqlplus`'s logon): the password.
   "go-sql-dsn": [/(?<![\w.-])([\w.-]+:)([^\s@:"'\\]+)(?=@(?:tcp6?|udp|unix)\()/g], // A Go SQL driver's DSN, `user:password@tcp(host)/db` (or `unix(…)`, `udp(…)`): the password.
+  "aws-configure-prompt": [/\b(AWS (?:Secret Access Key|Session Token) \[[^\]\r\n]{0,64}\]:[ \t]*)([A-Za-z0-9/+=]{16,})/g], // What `aws configure` asks, answered: `AWS Secret Access Key [None]: …`.
+  "securestring": [/\b(ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?\\?["'])([^"'\r\n\\]{1,200})(?=\\?["'])/gi], // PowerShell's `ConvertTo-SecureString "…" -AsPlainText`.
   "vault-init-key": [/\b((?:Unseal|Recovery)[ \t]+Key[ \t]+\d+:[ \t]*)([A-Za-z0-9+/]{20,}={0,2})/g], // What `vault operator init` prints: `Unseal Key 1: …`, `Recovery Key 1: …`.
   "secret-option": [/(?<![\w-])(--?(?<name>[A-Za-z][\w-]*)[ \t]+)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g, (v, { name }) => secretName(name!) && secretValue(v, false) ? v : undefined], // A secret-named command-line option and the value after a blank (`--secret-key …`, `-auth user:…`).
   "login-call": [/(?<![\w-])((?:[A-Za-z]*(?:Basic|Digest)Auth|log_?[io]n|sign_?in|authenticate|auth[ \t]*=)[ \t]*\([ \t]*(?:\\?"[^"\r\n\\]*\\?"|\\?'[^'\r\n\\]*\\?'|[\w.]+)[ \t]*,[ \t]*\\?["'])(?!\/)([^\s"'\\]{1,200})(?=\\?["'][ \t]*[),])/gi, valued(false)], // A login call's password, its second argument after a user name: `ftp.login("admin", "…")`, `auth=("user", "…")`.

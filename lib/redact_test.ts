@@ -318,6 +318,8 @@ Deno.test("redact: every rule is linear — 128 KB of its worst case in well und
     "Terraform heads": mb("abcdefghijklmn.atlasv1."),
     "expect sends after a password prompt, never closed": 'expect "password:" ' + mb('send "a'),
     "SMTP AUTH PLAIN, chained": mb("AUTH PLAIN "),
+    "net user names, chained": mb("net user a "),
+    "SecureStrings never closed": mb('ConvertTo-SecureString "a'),
     "sudo -S here-strings, chained": mb("sudo -S <<< a "),
     "storage key values beside a keyName, chained": '{"keyName": "key1", ' +
       mb('"value": "' + "A".repeat(86) + "="),

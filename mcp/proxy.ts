@@ -56,8 +56,8 @@ export function exchangeTiming(method: string, timeoutMs: number, limits = PROXY
     : { headersMs: timeoutMs, bodyIdleMs: timeoutMs, streamIdleMs: Math.max(timeoutMs, silence), totalMs };
 }
 
-/** The loaded configuration and the actor peer ("": none). */
-type ProxySettings = { config: Config; peerId: string };
+/** The loaded configuration, the actor peer ("": none), and why memory is off in the workspace (kimi/gates.ts gateReason; "" or absent: on). */
+type ProxySettings = { config: Config; peerId: string; off?: string };
 
 /** Protocol version sent before an initialize result told better (what OpenViking speaks). */
 const DEFAULT_PROTOCOL_VERSION = "2025-06-18";
@@ -465,6 +465,10 @@ export class Proxy {
       if (!release) return;
       await barrier;
       if (signal.aborted) return;
+      if (this.settings.off && request.method === "tools/call") {
+        const message = `Memory is off here (${this.settings.off}): no memory tool is offered.`;
+        return await this.options.send({ jsonrpc: "2.0", id: request.id, error: { code: -32602, message } });
+      }
       // While the proxy's initialize goes on after the client's was answered without it, a tools/list is too.
       const starting = request.method === "tools/list" && this.startingOffline;
       if (starting || await this.paused()) {
@@ -572,7 +576,7 @@ export class Proxy {
     if (request.method === "tools/list" && request.params?.cursor === undefined) {
       const cached = await readToolCache(this.options.toolCache, this.settings.config.mcpUrl);
       this.options.log.stage("offline-tools-list", { failure, cached: Boolean(cached) });
-      const tools = offeredTools(cached ?? BUILTIN_TOOLS, this.settings.config.mcpTools);
+      const tools = this.offered(cached ?? BUILTIN_TOOLS);
       return { jsonrpc: "2.0", id: request.id, result: { tools } };
     }
     return this.fallbackError(request, failure);
@@ -596,8 +600,12 @@ export class Proxy {
     const whole = request.params?.cursor === undefined && response.result.nextCursor === undefined;
     const tools = whole ? validTools(response.result.tools) : undefined;
     if (tools) void this.track(writeToolCache(this.options.toolCache, this.settings.config.mcpUrl, tools));
-    const offered = offeredTools(response.result.tools, this.settings.config.mcpTools);
-    return { ...response, result: { ...response.result, tools: offered } };
+    return { ...response, result: { ...response.result, tools: this.offered(response.result.tools) } };
+  }
+
+  /** The tools of `tools` the model is offered: none while memory is off in this workspace. */
+  private offered<T>(tools: readonly T[]): T[] {
+    return this.settings.off ? [] : offeredTools(tools, this.settings.config.mcpTools);
   }
 
   private notify(message: JSONRPCNotification): void {

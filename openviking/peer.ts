@@ -88,11 +88,16 @@ export function remoteUrlFromGitConfig(text: string): string {
 const readText = (path: string) => readTextIfExists(path, SMALL_FILE_MAX_BYTES).catch(() => undefined);
 const resolved = (base: string, path: string) => isAbsolutePath(path) ? path : joinPath(base, path);
 
-/** The git work-tree root at or above `cwd` and its config file (a worktree's `.git` file and `commondir` followed). */
+/**
+ * The git work-tree root at or above `cwd` and its config file (a worktree's `.git` file and `commondir` followed);
+ * a `.git` another user than `cwd`'s owns is none (git's safe.directory rule: a shared /tmp's is anyone's).
+ */
 async function findGitRepo(cwd: string): Promise<{ root: string; configPath: string } | undefined> {
+  const me = (await Deno.stat(cwd).catch(() => undefined))?.uid ?? null; // /proc/self needs --allow-all
   for (let [dir, depth] = [cwd.replace(/[\\/]+$/, "") || "/", 0]; depth < 64; depth++) {
     const dotGit = joinPath(dir, ".git");
     const info = await Deno.stat(dotGit).catch(() => undefined);
+    if (info && me !== null && info.uid !== null && info.uid !== me) return undefined;
     if (info?.isFile) {
       const m = /^gitdir:\s*(.+)$/m.exec((await readText(dotGit)) ?? "");
       if (!m) return undefined;

@@ -130,3 +130,29 @@ Deno.test("resolvePeer: a device (or FIFO: the same rule, no process here to mak
     assertEquals(peer.source === "git-root" || peer.source === "cwd", true, `${name}: ${peer.source}`);
   }
 });
+
+/** Whether this process runs as root: only root can give a file to another user. */
+const ROOT = await Deno.makeTempFile().then(async (f) => {
+  const root = (await Deno.stat(f)).uid === 0;
+  await Deno.remove(f);
+  return root;
+});
+
+Deno.test({
+  name:
+    "resolvePeer: a .git another user owns (a shared /tmp's) is no repository, as git's safe.directory has it",
+  ignore: !ROOT,
+  async fn() {
+    await using dir = await tempDir();
+    await Deno.mkdir(`${dir.path}/.git`);
+    await Deno.writeTextFile(
+      `${dir.path}/.git/config`,
+      `[remote "origin"]\n\turl = git@github.com:me/private.git\n`,
+    );
+    await Deno.mkdir(`${dir.path}/work`);
+    assertEquals((await resolvePeer(`${dir.path}/work`, opts)).source, "git-remote", "ours: followed");
+    await Deno.chown(`${dir.path}/.git`, 65534, 65534);
+    const peer = await resolvePeer(`${dir.path}/work`, opts);
+    assertEquals([peer.source, peer.peerId], ["cwd", `${dir.path}/work`.replace(/[^A-Za-z0-9]/g, "-")]);
+  },
+});

@@ -216,3 +216,46 @@ Deno.test("mcp/tools: the model is offered what memory needs; OPENVIKING_MCP_TOO
     "without a cache: the built-in ones",
   );
 });
+
+Deno.test("mcp/tools: memory turned off, or the workspace bypassed, offers the model no tool and refuses a call", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using fake = await FakeOpenViking.start();
+  const repo = `${home.path}/untrusted`;
+  await Deno.mkdir(`${repo}/.openviking`, { recursive: true });
+  await Deno.mkdir(`${repo}/src`);
+  const offered = async (env: Record<string, string>, cwd = home.path) => {
+    const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url, ...env }, { cwd });
+    await proxy.initialize();
+    const names = toolNames(await proxy.request(1, "tools/list"));
+    const call = await proxy.request(2, "tools/call", { name: "search", arguments: { query: "x" } });
+    assertEquals(await proxy.close(), 0);
+    return [names, "error" in call ? errorOf(call).message : "answered"];
+  };
+  assertEquals((await offered({}, repo))[0], OFFERED_TOOLS);
+  const off = [[], "Memory is off here (disabled): no memory tool is offered."];
+  assertEquals(await offered({ OPENVIKING_MEMORY_ENABLED: "false" }), off);
+  assertEquals(
+    await offered({ OPENVIKING_BYPASS_SESSION_PATTERNS: `${home.path}/untrusted/**` }, `${repo}/src`),
+    [
+      [],
+      `Memory is off here (bypass-pattern ${home.path}/untrusted/**): no memory tool is offered.`,
+    ],
+  );
+  await Deno.writeTextFile(`${repo}/.openviking/config.json`, JSON.stringify({ enabled: false }));
+  assertEquals(await offered({}, repo), off, "a workspace file may turn it off");
+});
+
+Deno.test("mcp: a workspace file's value in a settings warning reaches stderr printable (no bidi, C1 or escape)", async () => {
+  await using home = await tempDir("ovk-mcp-");
+  await using fake = await FakeOpenViking.start();
+  const repo = `${home.path}/repo`;
+  await Deno.mkdir(`${repo}/.openviking`, { recursive: true });
+  const hostile = "0.9\u202e\u009b31m\u001b]8;;https://evil.example\u0007";
+  await Deno.writeTextFile(`${repo}/.openviking/config.json`, JSON.stringify({ scoreThreshold: hostile }));
+  const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url }, { cwd: repo });
+  await proxy.initialize();
+  assertEquals(await proxy.close(), 0);
+  const said = proxy.diagnostics.join("\n");
+  assertMatch(said, /"scoreThreshold": invalid value "0\.9/);
+  assertTrue(!["\u202e", "\u009b", "\u0007", "\u001b"].some((c) => said.includes(c)), said);
+});

@@ -295,6 +295,10 @@ export const CREDENTIALS: readonly Credential[] = [
   sample("assignment", 'network={\n  ssid="home"\n  psk="{}"\n}', "Zq8Rt6", "Wv3Yx1"),
   sample("assignment", "pw: {}", "Zq8Rt6", "Wv3Yx1"),
   sample("here-string", "sudo -S <<< '{}' apt update", "Zq8Rt6", "Wv3Yx1"),
+  sample("password-option", "net user admin {} /add", "Zq8Rt6", "Wv3Yx1"),
+  sample("password-option", "psexec \\\\srv -u admin -p {} cmd", "Zq8Rt6", "Wv3Yx1"),
+  sample("aws-configure-prompt", "AWS Secret Access Key [****************MPLE]: {}\nDefault region name [None]: eu-west-1", "wJalrXUtnFEMI/K7MDENG", "/bPxRfiCYEXAMPLEKEY"),
+  sample("securestring", "$s = ConvertTo-SecureString '{}' -AsPlainText -Force", "Zq8Rt6", "Wv3Yx1"),
   sample("smtp-auth", "S: 334\nC: AUTH PLAIN {}", "AGFsaWNlAFpx", "OFJ0Nld2M1l4MQ=="),
   sample("smtp-auth", "AUTH LOGIN\n334 VXNlcm5hbWU6\nYWxpY2U=\n334 UGFzc3dvcmQ6\n{}", "WnE4UnQ2", "V3YzWXgx"),
 ];
@@ -356,6 +360,7 @@ export const NOT_SECRETS: readonly string[] = [
   'login(user, password); signIn("email", "password"); auth=(user, pw); router.login("/login", "/home"); login("a", "Log in")',
   'echo hello | ssh-add -l; ssh-add - <<< "$SSH_KEY"; cat key | ssh-add -',
   'expect "$ " { send "exit\\r" }; expect "(yes/no)?" { send "yes\\r" }; send "$env(PW)\\r" after a password',
+  "net user; net user admin; net user admin /delete; net user admin * /add; psexec \\\\srv cmd; ConvertTo-SecureString $pw -AsPlainText",
   "auth plain text is fine; AUTH PLAIN is a SASL mechanism; pw: $PW; sudo -S apt update <<< yes; ssid=home",
   '{"name": "sha512", "value": "Yq0Dc0eu1oKpkVVyrJH/3Ryu9+Vd3MDzk+y2vZSTTbnpuEQhVeh+GdBmRJcvOPTW2jJvSbv/n/yoQeBcyQGCw9ab=="}',
   "\u{1F469}\u200d\u{1F4BB} pairs; a \u200b spaced word, \u0641\u0627\u200c\u0631\u0633 \u200f and \u{1F44D}\u{1F3FD}",
