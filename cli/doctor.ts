@@ -77,8 +77,8 @@ function hookCheck(state: KimiState, run: Run): Check {
   return twice.length
     ? c.fail(
       `hooks registered more than once (${twice.join(", ")}): every turn would be captured twice`,
-      `run ${run("install")} in the mode you want (it replaces its own other mode), or ` +
-        `${run("uninstall --mode config|plugin")}; remove OpenViking's Node plugin with ${removeUpstream}`,
+      `run ${run("install")}: it keeps the plugin's registration only; remove OpenViking's Node plugin ` +
+        `with ${removeUpstream}`,
       detail,
     )
     : missing.length === HOOKS.length
@@ -120,7 +120,7 @@ function mcpCheck(state: KimiState, run: Run): Check {
     : where.length > 1
     ? c.warn(
       `MCP server registered ${where.length} times (${where.join(" + ")}): the model sees every tool twice`,
-      `run ${run("install")} in one mode; it removes the other`,
+      `run ${run("install")}: it keeps the plugin's registration only`,
     )
     : state.mcpOwner !== "foreign"
     ? c.ok(`registered in ${where[0]}`)
@@ -169,43 +169,30 @@ function registrationChecks(state: KimiState, run: Run): Check[] {
   return [hookCheck(state, run), ...(stray.length ? [outside] : []), mcpCheck(state, run)];
 }
 
-/** A program a registration runs, and the `<program> version` line (run in `cwd`) that proves it runs. */
-type Registered = { label: string; path: string; mode: "config" | "plugin"; command: string; cwd: string };
+/** The program our plugin's hooks run, its `<program> version` line, and where it runs (the plugin's root). */
+type Registered = { label: string; path: string; command: string; cwd: string };
 
-/** The first word of a shell command line (quotes removed), as `sh` or cmd.exe reads it. */
-function firstWord(command: string): string {
-  const m = /^\s*(?:'((?:[^']|'\\'')*)'|"((?:[^"]|"")*)"|(\S+))/.exec(command);
-  return m?.[1]?.replace(/'\\''/g, "'") ?? m?.[2]?.replace(/""/g, '"') ?? m?.[3] ?? "";
+/** The first 64 KiB of file `path` as text ("" when it cannot be read): enough for a launcher's marker line. */
+async function headOf(path: string): Promise<string> {
+  return await Deno.open(path).then(async (f) => {
+    using file = f;
+    const buf = new Uint8Array(64 * 1024);
+    return new TextDecoder().decode(buf.subarray(0, await file.read(buf) ?? 0));
+  }, () => "");
 }
 
-/** The programs the registrations run: config.toml's hooks, and our plugin's `bin/`. */
-function registeredPrograms(state: KimiState, os: OsFamily): Registered[] {
-  const ours = state.configHooks.find((h) => isOurHookCommand(h.command));
-  const prefix = ours?.command.replace(/\s+hook\s+\S+\s*$/, "") ?? "";
-  const root = state.plugin?.owner === "ours" ? state.plugin.root : undefined;
-  const exe = os === "windows" ? ".\\bin\\openviking-kimi.exe" : "./bin/openviking-kimi";
-  const config = { label: "config.toml hooks", path: firstWord(prefix), cwd: state.paths.home };
-  const plugin = { label: `plugin ${PLUGIN_ID}`, path: `${root}${exe.slice(1).replaceAll("\\", "/")}` };
-  return [
-    ...(ours ? [{ ...config, mode: "config" as const, command: `${prefix} version` }] : []),
-    ...(root === undefined
-      ? []
-      : [{ ...plugin, cwd: root, mode: "plugin" as const, command: `${exe} version` }]),
-  ];
-}
-
-/** A registered program: there and executable; behind a launcher, its copy whole and the Deno it would run. */
-async function programChecks(r: Registered, env: paths.Env, os: OsFamily): Promise<Check[]> {
+/** The program: there and executable; behind a launcher, its copy whole and the Deno it would run. */
+async function programChecks(r: Registered, head: string, env: paths.Env, os: OsFamily): Promise<Check[]> {
   if (!(await isExecutable(r.path, os))) {
     const what = (await exists(r.path)) ? "is not an executable file" : "is gone (moved or deleted)";
     return [checkOf("command").fail(`${r.label}: ${r.path} ${what}`, REINSTALL)];
   }
-  const text = await readTextIfExists(r.path).catch(() => undefined);
-  const info = text !== undefined && text.length < 64 * 1024 ? launcherInfo(text) : undefined;
+  const info = launcherInfo(head);
   if (!info) return [];
   const files = [COPY_FILES.main, COPY_FILES.hook, COPY_FILES.info];
-  const inCopy = (f: string) => isFile(paths.joinPath(info.dir, f));
-  const missing = (await Promise.all(files.map(async (f) => await inCopy(f) ? [] : [f]))).flat();
+  const missing =
+    (await Promise.all(files.map(async (f) => await isFile(paths.joinPath(info.dir, f)) ? [] : [f])))
+      .flat();
   if (missing.length) {
     const summary = `${r.label}: the program copy ${info.dir} is incomplete (missing ${missing.join(", ")})`;
     return [checkOf("command").fail(summary, REINSTALL)];
@@ -258,58 +245,46 @@ async function versionCheck(env: paths.Env, state: KimiState, r: Registered): Pr
   );
 }
 
-/** Whether `r` runs a program install placed (a copy's launcher, or the binary), not a checkout's own script. */
-async function isPlaced(r: Registered, env: paths.Env): Promise<boolean> {
-  if (r.path.startsWith(`${paths.integrationDir(env)}/`)) return true;
-  const head = await Deno.open(r.path).then(async (f) => {
-    using file = f;
-    const buf = new Uint8Array(64 * 1024);
-    return new TextDecoder().decode(buf.subarray(0, await file.read(buf) ?? 0));
-  }, () => "");
-  return !head.startsWith("#!") || launcherInfo(head) !== undefined;
-}
-
 /**
- * A home whose registrations run a program install placed, which the record of homes does not list: its hooks do
- * nothing (memory/dispatch.ts, as after a purge of the home while Kimi runs); install lists it again.
+ * A program install placed (a copy's launcher, or the binary; not a checkout's own script) in a home the record
+ * of homes does not list: its hooks do nothing (memory/dispatch.ts, as after a purge of the home while Kimi
+ * runs); install lists it again.
  */
-async function recordCheck(env: paths.Env, state: KimiState, registered: Registered[]): Promise<Check[]> {
-  const placed: Registered[] = [];
-  for (const r of registered) if (await isPlaced(r, env)) placed.push(r);
+async function recordCheck(env: paths.Env, state: KimiState, r: Registered, head: string): Promise<Check[]> {
+  const placed = r.path.startsWith(`${paths.integrationDir(env)}/`) || !head.startsWith("#!") ||
+    launcherInfo(head) !== undefined;
   const home = state.paths.home;
-  if (!placed.length || (await homeListed(env, home)) !== false) return [];
+  if (!placed || (await homeListed(env, home)) !== false) return [];
   const other = paths.orNoHome(() => paths.kimiHome(env)) === home ? "" : ` --kimi-home ${home}`;
   return [
     checkOf("homes").fail(
-      `${paths.homesFile(env)} does not list ${home}: its hooks (${
-        placed.map((r) => r.label).join(", ")
-      }) do nothing: no recall, no capture (as after \`uninstall --purge\` of this home)`,
+      `${paths.homesFile(env)} does not list ${home}: its hooks (${r.label}) do nothing: no recall, no ` +
+        "capture (as after `uninstall --purge` of this home)",
       `run ${runIn(env)(`install${other}`)}: it lists the home again`,
     ),
   ];
 }
 
-/** For each registration: its program (there, its copy whole, its Deno found), then that it runs; the record. */
+/** Our plugin's directory whole, its program (there, its copy whole, its Deno found), that it runs; the record. */
 async function commandChecks({ env, os }: DoctorContext, state: KimiState): Promise<Check[]> {
   const [p, run] = [state.plugin, runIn(env)];
-  const bin = p &&
-    paths.joinPath(p.root, "bin", os === "windows" ? "openviking-kimi.exe" : "openviking-kimi");
-  // A plugin record whose directory is missing or half removed (no manifest, or no bin/).
+  const exe = os === "windows" ? ".\\bin\\openviking-kimi.exe" : "./bin/openviking-kimi";
+  const bin = p && `${p.root}${exe.slice(1).replaceAll("\\", "/")}`;
   const what = p?.owner === "missing"
     ? (p.root ? `${p.root} has no kimi.plugin.json` : "the record has no root directory")
     : p?.owner === "ours" && !(await exists(bin!)) && `${bin} is missing`;
-  const broken = `plugins/installed.json registers "${PLUGIN_ID}", but its directory is incomplete: ${what}`;
-  const [install, uninstall] = [run("install"), run("uninstall --mode plugin")];
-  const fix = `run ${install} again (or ${uninstall} to drop the record)`;
-  const checks = what ? [checkOf("plugin").fail(broken, fix)] : [];
-  const registered = registeredPrograms(state, os);
-  for (const r of registered) {
-    if (what && r.mode === "plugin") continue; // said already: the plugin directory is incomplete
-    const program = await programChecks(r, env, os);
-    checks.push(...program);
-    if (!program.some((c) => c.status === "fail")) checks.push(await versionCheck(env, state, r));
+  if (what) {
+    const broken =
+      `plugins/installed.json registers "${PLUGIN_ID}", but its directory is incomplete: ${what}`;
+    const fix = `run ${run("install")} again (or ${run("uninstall")} to drop the record)`;
+    return [checkOf("plugin").fail(broken, fix)];
   }
-  return [...checks, ...await recordCheck(env, state, registered)];
+  if (p?.owner !== "ours") return [];
+  const r = { label: `plugin ${PLUGIN_ID}`, path: bin!, cwd: p.root, command: `${exe} version` };
+  const head = await headOf(r.path);
+  const checks = await programChecks(r, head, env, os);
+  if (!checks.some((c) => c.status === "fail")) checks.push(await versionCheck(env, state, r));
+  return [...checks, ...await recordCheck(env, state, r, head)];
 }
 
 /** A home directory, and hook state and queue directories we can write (probed by writing; nothing left). */
@@ -406,6 +381,9 @@ function protocolCheck(states: SessionState[]): Check[] {
   ];
 }
 
+/** The local places, and the capture states read before them. */
+type Seen = Places & { seen: { name: string; state: SessionState }[] | Error };
+
 /** The capture states in the hook state directory (prompt states skipped). */
 async function seenSessions(dir: string): Promise<{ name: string; state: SessionState }[]> {
   const out = [];
@@ -422,12 +400,16 @@ async function seenSessions(dir: string): Promise<{ name: string; state: Session
 async function captureChecks(
   env: paths.Env,
   config: Config,
-  places: Places,
+  places: Seen,
   answers: boolean,
 ): Promise<Check[]> {
-  const [c, dir, run] = [checkOf("captures"), paths.hookStateDir(env), runIn(env)];
+  const [c, dir, run, { seen: sessions, queue }] = [
+    checkOf("captures"),
+    paths.hookStateDir(env),
+    runIn(env),
+    places,
+  ];
   const rejected = rejectedCheck(env, places);
-  const sessions = await seenSessions(dir).catch((e) => e instanceof Deno.errors.NotFound ? [] : e as Error);
   if (sessions instanceof Error) return [c.warn(`cannot read ${dir}: ${sessions.message}`), rejected];
   const at = (s: SessionState) => s.lastCaptureAt ?? 0;
   const captured = sessions.filter((s) => at(s.state) > 0).sort((a, b) => at(b.state) - at(a.state));
@@ -441,9 +423,9 @@ async function captureChecks(
   }
   const [{ name, state: newest }] = captured;
   const [last, cause] = [newest.lastCapture, newest.lastCapture?.cause];
-  // Read again after the states: a capture that ended since `places` were read queued before its state said so.
-  const queue = await queues.queueSummary(places.pending).catch(() => undefined);
-  const held = queue?.sessions.find((q) => q.sessionId === `${SESSION_PREFIX}${name}`);
+  const held = queue instanceof Error
+    ? undefined
+    : queue.sessions.find((q) => q.sessionId === `${SESSION_PREFIX}${name}`);
   const away = held && !queues.goesTo(held.to, await queues.destinationFor(config));
   const fate = last && cause && last.queued > 0 && last.rejected === 0 && cause.kind !== "local"
     ? (!held?.entries ? "delivered" : away ? "elsewhere" : answers ? "waiting" : "blocked")
@@ -524,7 +506,13 @@ export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
   const { config, warnings } = await loadConfig(env, ctx.cwd);
   const state = home ? await readKimiState(home) : undefined;
   const failed = homes.some((c) => c.id === "home" && c.status === "fail");
-  const places = state && !failed ? await readPlaces(env, config) : undefined;
+  // The states before the queue: a capture that ends between the two reads queued before its state says so.
+  const seen = state && !failed
+    ? await seenSessions(paths.hookStateDir(env)).catch((e) =>
+      e instanceof Deno.errors.NotFound ? [] : e as Error
+    )
+    : [];
+  const places = state && !failed ? { ...await readPlaces(env, config), seen } : undefined;
   const settings = checkOf("settings").warn(
     "some settings were ignored",
     "correct the values named above (environment or ~/.openviking/ovcli.conf); a workspace file may only make " +
@@ -534,7 +522,7 @@ export async function runDoctor(ctx: DoctorContext): Promise<Check[]> {
   const checks: Check[] = [];
   const answers = () => !checks.some((c) => (c.id === "server" || c.id === "auth") && c.status === "fail");
   const kimi = (part: (s: KimiState) => Part) => () => state ? part(state) : [];
-  const local = (part: (p: Places) => Part) => () => places ? part(places) : [];
+  const local = (part: (p: Seen) => Part) => () => places ? part(places) : [];
   const parts: [string, string, () => Part][] = [
     ["kimi-home", "Kimi's home", kimi((s) => kimiChecks(home, s))],
     ["hooks", "the registrations", kimi((s) => registrationChecks(s, runIn(env)))],

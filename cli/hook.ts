@@ -1,7 +1,7 @@
 /** `openviking-kimi hook <event>`, always exit 0; the entry of the program copy's hook.js too (no table). */
 
 import { handToWorker } from "../kimi/detach.ts";
-import { DETACHED_EVENTS, HOOK_EVENTS, HOOKS, isHookEvent } from "../kimi/hooks.ts";
+import { hasTrait, HOOK_EVENTS, HOOKS, isHookEvent } from "../kimi/hooks.ts";
 import { readAllStdin } from "../lib/bytes.ts";
 import { holdCopyLock } from "../lib/self.ts";
 
@@ -9,7 +9,7 @@ import { holdCopyLock } from "../lib/self.ts";
 export async function hookEntry(name: string): Promise<number> {
   const event = HOOKS.find((h) => h.event === name)?.cli ?? name; // Kimi's spelling too
   const stdin = await readAllStdin();
-  if (DETACHED_EVENTS.has(event) && await handToWorker(event, stdin)) return 0;
+  if (hasTrait(event, "detached") && await handToWorker(event, stdin)) return 0;
   if (!isHookEvent(event)) {
     const events = HOOK_EVENTS.join(", ");
     console.error(

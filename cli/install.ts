@@ -8,7 +8,7 @@ import { askHiddenOnTerminal, chooseApiKey, type CredentialArgs, serverNeedsKey 
 export type InstallFlags =
   & Omit<InstallOptions, "credentials" | "purge">
   & Omit<CredentialArgs, "apiKeyFrom">
-  & { apiKeyStdin: boolean };
+  & { apiKeyStdin: boolean; mode: string };
 
 /** What `install --mode config` says: the mode is gone, and plain `install` moves such a home to the plugin. */
 export const CONFIG_MODE_GONE =
@@ -16,9 +16,9 @@ export const CONFIG_MODE_GONE =
 
 /** `openviking-kimi install …`: the plugin (a config-mode registration taken out); `--mode config` exits 2. */
 export async function installCommand(flags: InstallFlags): Promise<number> {
-  const { url, apiKey, apiKeyStdin, account, user, ...rest } = flags;
+  const { url, apiKey, apiKeyStdin, account, user, mode, ...rest } = flags;
   const ctx = await defaultContext();
-  if (flags.mode === "config") {
+  if (mode === "config") {
     ctx.out.error(CONFIG_MODE_GONE);
     return 2;
   }
@@ -33,7 +33,6 @@ export async function installCommand(flags: InstallFlags): Promise<number> {
   if (!key.ok) return fail(ctx.out, "install", key.error);
   return await runInstall(ctx, {
     ...rest,
-    mode: "plugin",
     credentials: { url, apiKey: key.apiKey, apiKeyFrom: key.from, account, user },
     purge: false,
   });

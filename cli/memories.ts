@@ -127,11 +127,11 @@ export async function memoriesCommand(
   o: { action?: string; arg?: string; search?: string; cwd?: string; json: boolean },
   env = processEnv(),
 ): Promise<number> {
-  const say = (value: unknown, text: string[], code = 0) => {
-    if (o.json) console.log(reportJson(value, 2));
-    else (code ? console.error : console.log)(neutralize(wrapLines(text).join("\n")));
-    return code;
-  };
+  const say = (value: unknown, text: string[], code = 0) => (
+    o.json
+      ? console.log(reportJson(value, 2))
+      : (code ? console.error : console.log)(neutralize(wrapLines(text).join("\n"))), code
+  );
   const stop = (code: number, message: string, fix = "", kind = "usage") =>
     say(
       { error: { kind, message, ...(fix ? { fix } : {}) } },
@@ -176,12 +176,11 @@ export async function memoriesCommand(
   }
   if (action === "forget") {
     const r = await inspect.forgetMemory(client, uri);
-    if (r.ok && r.text === undefined) {
-      return say({ uri, forgotten: true }, [`forgot ${uri} (it was too large to show)`]);
-    }
     if (r.ok) {
-      const said = (r.text ?? "").split("\n").map((l) => `  ${l}`);
-      return say({ uri, forgotten: true, text: r.text }, [`forgot ${uri}; it said:`, ...said]);
+      const said = r.text === undefined
+        ? [`forgot ${uri} (it was too large to show)`]
+        : [`forgot ${uri}; it said:`, ...r.text.split("\n").map((l) => `  ${l}`)];
+      return say({ uri, forgotten: true, ...r.text === undefined ? {} : { text: r.text } }, said);
     }
     if ("gone" in r) {
       return stop(EXIT_NO_MEMORY, `${uri} is already gone; nothing was deleted; ${list}`, "", "no-memory");
@@ -203,9 +202,7 @@ export async function memoriesCommand(
     if (typeof pack === "string") return stop(2, `${pack}; nothing was imported`);
     const before = await inspect.exportMemories(slow);
     const had = before instanceof Uint8Array;
-    if (!had && !isNotFound(before)) {
-      return failed(before, "export", MEMORIES, "; nothing was imported");
-    }
+    if (!had && !isNotFound(before)) return failed(before, "export", MEMORIES, "; nothing was imported");
     const stamp = new Date(now).toISOString().replace(/[:.]/g, "-");
     const backup = had ? joinPath(dirName(uri), `memories-before-import-${stamp}.ovpack`) : undefined;
     const error = had && await writeNew(backup!, before);

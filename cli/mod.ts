@@ -88,7 +88,6 @@ const workspace = str("DIR", "the workspace (default: here)");
 const dryRun = bool("print the changes as diffs and change nothing");
 const modes = ["config", "plugin"] as const;
 const choice = (help: string) => ({ type: "string", choices: modes, help }) as const;
-const mode = (value: string | undefined) => modes.find((m) => m === value);
 /** `kimi-home` as `kimiHome`, the name a handler takes. */
 type Camel<S> = S extends `${infer H}-${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S;
 const camelCase = (k: string) => k.replace(/-(\w)/g, (_, c) => c.toUpperCase());
@@ -138,19 +137,17 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
       "dry-run": dryRun,
       yes: { ...bool("take the place of OpenViking's own Kimi plugin when it is registered"), short: "y" },
     },
-    run: async (v) =>
-      (await import("./install.ts")).installCommand({ ...camel(v), mode: mode(v.mode) ?? "plugin" }),
+    run: async (v) => (await import("./install.ts")).installCommand(camel(v)),
   }),
   uninstall: command({
     summary: "Removes exactly what install added; config.toml comes back byte for byte.",
     flags: {
-      mode: choice("remove only config mode or only plugin mode (default: both)"),
       "kimi-home": kimiHome,
       purge: bool("also delete the program (copy or executable), the plugin directory and per-session state"),
       "dry-run": dryRun,
       yes: { ...bool("with --purge: drop captures it cannot commit (another server's)"), short: "y" },
     },
-    run: async (v) => (await import("./install.ts")).uninstallCommand({ ...camel(v), mode: mode(v.mode) }),
+    run: async (v) => (await import("./install.ts")).uninstallCommand(camel(v)),
   }),
   doctor: command({
     summary: "Checks the setup and the server; each problem comes with its fix. Exits 1 when one fails.",

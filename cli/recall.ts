@@ -46,8 +46,6 @@ export async function recallPreview(text: string, cwd: string, env: Env): Promis
     : await injectionFor(createClient(config, peer.peerId), config, {
       query,
       injected: [],
-      profile: false,
-      afterCompaction: false,
       budget: new Budget(config.promptBudgetMs),
       stateDir: "",
     });

@@ -2,23 +2,19 @@
 
 import * as z from "zod/mini";
 import { printable, reportJson } from "../lib/neutralize.ts";
-import { adviceFor } from "../openviking/advice.ts";
+import { adviceFor, type CauseSchema } from "../openviking/advice.ts";
 import { isOpen, nextProbeAt, readBreaker } from "../openviking/breaker.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
 import { askDataAccess, createClient, type OpenVikingClient } from "../openviking/client.ts";
 import {
-  type CommitStatus,
-  CountsSchema,
-  errorOf,
-  foldSession,
+  type LedgerEntry,
   ledgerFile,
   ledgerFiles,
+  type Origin,
   originOf,
-  ProblemSchema,
+  OriginSchema,
   readLedger,
   REPLAY_FILE,
-  type SessionStatus,
-  SessionStatusSchema,
 } from "../memory/ledger.ts";
 import * as queues from "../openviking/queue.ts";
 import * as paths from "../lib/paths.ts";
@@ -33,46 +29,139 @@ import { commandName, workspaceDir } from "../lib/self.ts";
 import { SESSION_PREFIX, sessionDestination } from "../memory/context.ts";
 import { alarmWords, askAlarm, memoriesOf } from "../memory/extraction.ts";
 
+const [num, str] = [z.number(), z.string()];
+/** A problem as `status` says it; a place's counts. (`status --json`, README "status".) */
+export const ProblemSchema = z.object({ kind: str, message: str, fix: str });
+export const CountsSchema = z.object({ entries: num, messages: num, commits: num });
+/** Writes for another server or identity (`where`: its environment). */
+const Elsewhere = <S extends z.core.$ZodLooseShape>(shape: S) =>
+  z.optional(z.array(z.object({ ...shape, messages: num, where: str })));
+
+/** A commit and what OpenViking did with it (README "status" says each field). */
+const CommitStatusSchema = z.object({
+  ...{ at: num, outcome: str, taskId: z.optional(str), waiting: z.optional(z.boolean()) },
+  ...{ replayedAt: z.optional(num), origin: z.optional(OriginSchema) },
+  task: z.optional(
+    z.object({ status: str, error: z.optional(str), memories: z.array(str), tokens: z.optional(num) }),
+  ),
+});
+export type CommitStatus = z.infer<typeof CommitStatusSchema>;
+
+/** One Kimi session as the ledger saw it; `elsewhere`: of its queued or uncommitted writes, in order. */
+export const SessionStatusSchema = z.object({
+  ...{ kimiSessionId: str, openVikingSessionId: str, lastActivity: num },
+  prompts: z.object({ seen: num, injected: num, suppressed: num, lastPath: z.optional(str) }),
+  captures: z.object({ runs: num, turns: num, sent: num, queued: num, rejected: num }),
+  commits: z.array(CommitStatusSchema),
+  queue: z.object({ ...CountsSchema.shape, elsewhere: Elsewhere({ commits: num }) }),
+  rejected: CountsSchema,
+  uncommitted: z.optional(z.object({ messages: num, dueAt: num, elsewhere: Elsewhere({}) })),
+  lastError: z.optional(z.object({ at: num, ...ProblemSchema.shape })),
+});
+export type SessionStatus = z.infer<typeof SessionStatusSchema>;
+
+/** A session's numbers from its ledger entries, oldest first (pure; the queue and the tasks come later). */
+export function foldSession(name: string, entries: readonly LedgerEntry[], here: Origin): SessionStatus {
+  /** A run's origin when it is not `here` (its commits' tasks are another server's or identity's). */
+  const elsewhere = (o: Origin | undefined) =>
+    o && (o.url !== here.url || o.who !== here.who) ? o : undefined;
+  const [ov, none] = [`${SESSION_PREFIX}${name}`, { entries: 0, messages: 0, commits: 0 }];
+  const s: SessionStatus = {
+    ...{
+      kimiSessionId: name,
+      openVikingSessionId: ov,
+      lastActivity: 0,
+      commits: [],
+      queue: none,
+      rejected: none,
+    },
+    prompts: { seen: 0, injected: 0, suppressed: 0 },
+    captures: { runs: 0, turns: 0, sent: 0, queued: 0, rejected: 0 },
+  };
+  for (const e of entries) {
+    const ours = e.kind !== "replay" || e.commitTasks.some((t) => t.sessionId === ov) ||
+      e.delivered?.some((d) => d.sessionId === ov);
+    // A replay is this session's only for what it delivered of it; its failure is placed later.
+    if (!ours) continue;
+    s.lastActivity = Math.max(s.lastActivity, e.at);
+    let worked: boolean;
+    if (e.kind === "prompt") {
+      s.prompts.seen++;
+      s.prompts.injected += e.injected.length;
+      s.prompts.suppressed += e.suppressed.length;
+      // A recall that failed answers "none", as one that asked nothing: its failure tells them apart.
+      s.prompts.lastPath = e.path === "none" && e.failure ? "failed" : e.path;
+      worked = e.path !== "skipped" && e.path !== "reused";
+    } else if (e.kind === "capture") {
+      if (e.event !== "idle") s.captures.runs++; // the idle watch's commit is no capture run
+      for (const k of ["turns", "sent", "queued", "rejected"] as const) s.captures[k] += e[k];
+      if (e.commit !== "none") {
+        s.commits.push({ at: e.at, outcome: e.commit, taskId: e.taskId, origin: elsewhere(e.origin) });
+      }
+      worked = true;
+    } else {
+      const tasks = e.commitTasks.filter((t) => t.sessionId === ov);
+      for (const t of tasks) {
+        // A session's queue goes out in order: the replay delivered its oldest queued commit.
+        const queued = s.commits.find((c) => c.outcome === "queued" && !c.taskId);
+        const made = { taskId: t.taskId, origin: elsewhere(e.origin) };
+        if (queued) Object.assign(queued, { ...made, replayedAt: e.at });
+        else s.commits.push({ at: e.at, outcome: "replayed", ...made });
+      }
+      const sent = e.delivered?.find((d) => d.sessionId === ov)?.messages;
+      s.captures.sent += sent ?? 0;
+      s.captures.queued = Math.max(0, s.captures.queued - (sent ?? 0));
+      worked = tasks.length > 0 || sent !== undefined;
+    }
+    const cause = e.kind === "prompt" ? e.failure : e.cause;
+    if (cause) s.lastError = errorOf(e.at, cause, (e.kind !== "prompt" && e.origin?.url) || here.url);
+    else if (worked) delete s.lastError;
+  }
+  return s;
+}
+
+/** A recorded failure as a session's last error (a cause recorded without its reason says so). */
+export function errorOf(
+  at: number,
+  cause: z.infer<typeof CauseSchema>,
+  baseUrl: string,
+): SessionStatus["lastError"] {
+  const a = adviceFor({ ...cause, message: cause.message || "no reason was recorded" }, baseUrl);
+  return { at, kind: cause.kind, message: a.summary, fix: a.fix };
+}
+
 /** Commits of a session the screen shows (the newest); the rest are counted. */
 const SHOWN_COMMITS = 3;
 
-const Place = { ...CountsSchema.shape, sessions: z.number() };
+const Place = { ...CountsSchema.shape, sessions: num };
+const Words = z.object({ summary: str, fix: str });
 /** The whole `status --json` object. */
 export const StatusSchema = z.object({
-  version: z.string(),
+  version: str,
   connection: z.object({
-    url: z.string(),
-    reachable: z.boolean(),
-    authenticated: z.nullable(z.boolean()),
-    serverVersion: z.optional(z.string()),
-    account: z.optional(z.string()),
-    user: z.optional(z.string()),
-    peer: z.object({ id: z.string(), source: z.string() }),
+    ...{
+      url: str,
+      reachable: z.boolean(),
+      authenticated: z.nullable(z.boolean()),
+      serverVersion: z.optional(str),
+    },
+    ...{ account: z.optional(str), user: z.optional(str), peer: z.object({ id: str, source: str }) },
     problem: z.optional(ProblemSchema),
   }),
   sessions: z.array(SessionStatusSchema),
   queue: z.object({
-    ...Place,
-    oldest: z.optional(z.number()),
-    nextReplay: z.string(),
-    setAside: z.array(z.string()),
-    elsewhere: z.optional(z.object({ summary: z.string(), fix: z.string() })),
+    ...{ ...Place, oldest: z.optional(num), nextReplay: str, setAside: z.array(str) },
+    elsewhere: z.optional(Words),
   }),
   rejected: z.object({
-    ...Place,
-    dir: z.string(),
-    last: z.optional(z.object({ at: z.number(), status: z.number(), message: z.string() })),
-    fix: z.string(),
+    ...{ ...Place, dir: str, fix: str },
+    last: z.optional(z.object({ at: num, status: num, message: str })),
   }),
-  notAsked: z.array(z.string()),
-  extraction: z.optional(z.object({ commits: z.number(), failed: z.number(), ...ProblemSchema.shape })),
-  paused: z.optional(z.object({
-    since: z.number(),
-    reason: z.string(),
-    failures: z.number(),
-    nextProbeAt: z.number(),
-    answeredAt: z.optional(z.number()),
-  })),
+  notAsked: z.array(str),
+  extraction: z.optional(z.object({ commits: num, failed: num, ...ProblemSchema.shape })),
+  paused: z.optional(
+    z.object({ since: num, reason: str, failures: num, nextProbeAt: num, answeredAt: z.optional(num) }),
+  ),
 });
 export type Status = z.infer<typeof StatusSchema>;
 
@@ -170,27 +259,24 @@ export function commitCost(s: SessionStatus): string | undefined {
       : "model tokens unknown (the server was not asked)");
 }
 
-/** How a session's last prompt's recall went, in words (`path`: its ledger's, folded). */
-function lastRecall(path: string): string {
-  const said: Record<string, string> = {
-    failed: "last recall failed",
-    paused: "last recall paused",
-    none: "last asked nothing",
-    reused: "last reused its recall",
-    skipped: "last too short to ask",
-  };
-  return said[path] ?? `last via ${path}`;
-}
+/** How a session's last prompt's recall went, in words, by its folded path (else "last via <path>"). */
+const LAST_RECALL: Record<string, string> = {
+  ...{ failed: "last recall failed", paused: "last recall paused", none: "last asked nothing" },
+  ...{ reused: "last reused its recall", skipped: "last too short to ask" },
+};
 
 function sessionLines(s: SessionStatus, now: number, url: string): string[] {
   const { prompts: p, captures: c, queue: q, rejected: r, lastError: e, uncommitted: u } = s;
   const lines = [
     `  ${s.kimiSessionId} — ${s.lastActivity ? ago(s.lastActivity, now) : "no hook run in the ledger"}`,
     `    prompts ${p.seen}: ${plural(p.injected, "memory", "memories")} injected, ` +
-    `${p.suppressed} left out as repeats${p.lastPath ? ` (${lastRecall(p.lastPath)})` : ""}`,
+    `${p.suppressed} left out as repeats${
+      p.lastPath ? ` (${LAST_RECALL[p.lastPath] ?? `last via ${p.lastPath}`})` : ""
+    }`,
     `    captured ${c.turns} turn(s): ${c.sent} message(s) delivered, ${c.queued} queued` +
     (c.rejected ? `, ${c.rejected} refused` : ""),
-    ...[commitCost(s) ?? []].flat(),
+    // Each of the cost's phrases kept whole by the wrap (no-break spaces until the screen is made).
+    ...[commitCost(s)?.replace(/(?<=[,:] )[^,]+/g, (p) => p.replaceAll(" ", "\u00a0")) ?? []].flat(),
   ];
   const due = u &&
     (u.dueAt > now
@@ -260,7 +346,7 @@ export function renderStatus(st: Status, now: number): string {
   }
   const why = !c.reachable ? "server unavailable" : c.authenticated === false ? "key refused" : "no answer";
   if (st.notAsked.length) lines.push("", `Not asked (${why}): ${st.notAsked.join(", ")}`);
-  return wrapLines(lines).join("\n");
+  return wrapLines(lines).join("\n").replaceAll("\u00a0", " ");
 }
 
 /** `/health`: whether OpenViking answers; system status: whose the key is; a data route: whether it may read memory. */

@@ -4,7 +4,8 @@
  */
 
 import { assertEquals, assertTrue } from "../tests/support/assert.ts";
-import { commitCost, renderStatus, type Status } from "./status.ts";
+import { commitCost, foldSession, renderStatus, type Status } from "./status.ts";
+import type { PromptEntry } from "../memory/ledger.ts";
 import { WIDTH as STATUS_COLUMNS } from "../lib/columns.ts";
 
 const NOW = Date.parse("2026-12-01T12:00:00.000Z");
@@ -103,6 +104,19 @@ Deno.test("status text: what a session's commits cost, with the server's token c
   assertEquals(commitCost(s), undefined, "nothing committed: no cost line");
 });
 
+Deno.test("status text: the cost line wraps between its phrases, never inside one", () => {
+  const status = statusWith([MID]);
+  const s = status.sessions[0];
+  const busy = (taskId: string) => ({ ...s.commits[0], taskId, task: { status: "running", memories: [] } });
+  s.commits = Array.from({ length: 12 }, (_, i) => busy(`t${i}`));
+  s.captures.sent = 1200;
+  const lines = renderStatus(status, NOW).split("\n");
+  assertTrue(
+    lines.some((l) => l.endsWith("model tokens counted once its extraction ends")),
+    lines.join("\n"),
+  );
+});
+
 Deno.test("status text: a commit with no task says its outcome once", () => {
   const status = statusWith([MID]);
   status.sessions[0].commits = [{ at: NOW, outcome: "failed" }, { at: NOW, outcome: "committed" }];
@@ -123,4 +137,24 @@ Deno.test("status text: how the last prompt's recall went, in words (a failed on
   assertEquals(said("none"), `${head} (last asked nothing)`);
   assertEquals(said("reused"), `${head} (last reused its recall)`);
   assertEquals(said("skipped"), `${head} (last too short to ask)`);
+});
+
+/** A prompt's ledger entry that injected one memory. */
+const PROMPT: PromptEntry = {
+  ...{ kind: "prompt", at: NOW, ms: 40, path: "context", printedChars: 240, prompt: "how?" },
+  injected: [{ uri: MID, score: 0.8, chars: 120 }],
+  suppressed: [],
+};
+
+Deno.test("status: a prompt whose recall failed folds as a failed recall, not as one that found nothing", () => {
+  const here = { url: "http://ov", who: "" };
+  const unreachable = { kind: "unreachable" as const, status: 0, message: "connection refused" };
+  const last = (e: Partial<PromptEntry>) => foldSession("s", [{ ...PROMPT, ...e }], here).prompts.lastPath;
+  assertEquals(last({ path: "none", failure: unreachable, injected: [], suppressed: [] }), "failed");
+  assertEquals(last({ path: "none", injected: [], suppressed: [] }), "none", "an empty query asks nothing");
+  assertEquals(
+    last({ path: "context", failure: unreachable }),
+    "context",
+    "the profile's failure: recall worked",
+  );
 });

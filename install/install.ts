@@ -1,7 +1,7 @@
 /**
- * `install` and `uninstall [--purge]`: what each mode writes into a Kimi home (config mode's block, `mcp.json`
- * entry and skill; plugin mode's directory under `plugins/managed` and its registry record), the one planner per
- * mode taking it out again, and what a purge removes of the home and, at the last, of what every home shares.
+ * `install` and `uninstall [--purge]`: the plugin directory under `plugins/managed` and its registry record, an
+ * older config-mode registration (block, `mcp.json` entry, skill) taken out, and what a purge removes of the
+ * home and, at the last, of what every home shares.
  */
 
 import { serverChecks } from "./check.ts";
@@ -10,7 +10,6 @@ import {
   findRecord,
   parseJson,
   parseRegistry,
-  planMcpInstall,
   planMcpUninstall,
   planRegistryInstall,
   planRegistryUninstall,
@@ -20,9 +19,6 @@ import {
   classifyManifest,
   commandAt,
   commandLauncherPath,
-  configCommandPrefix,
-  configMcpEntry,
-  hookEntries,
   installedBinaryPath,
   manifestText,
   pathCommand,
@@ -44,7 +40,7 @@ import {
   versionsLeftFor,
   versionsUsedBy,
 } from "./program.ts";
-import { outsideHooksProblem, planConfigInstall, planConfigUninstall } from "./toml-block.ts";
+import { outsideHooksProblem, planConfigUninstall } from "./toml-block.ts";
 import {
   carryOut,
   checkCreatable,
@@ -80,8 +76,8 @@ import {
   sharedStateDir,
 } from "../lib/paths.ts";
 import { scrub } from "../lib/redact.ts";
-import { commandAfterPurge, commandName } from "../lib/self.ts";
-import { OWNED_MARK, SKILL_NAME, skillText, SYSTEM_PROMPT_TITLE } from "../memory/instructions.ts";
+import { commandName } from "../lib/self.ts";
+import { OWNED_MARK, SKILL_NAME, SYSTEM_PROMPT_TITLE } from "../memory/instructions.ts";
 import { refreshPromptFile } from "../memory/system-prompt.ts";
 import { asSentence } from "../openviking/advice.ts";
 import { breakerFiles } from "../openviking/breaker.ts";
@@ -163,24 +159,15 @@ function planConfigOut(state: KimiState, plan: Plan, switching: boolean): string
   return undefined;
 }
 
-/** Plans plugin mode out: our record; switching, our plugin directory (only in Kimi's managed place). */
-function planPluginOut(state: KimiState, plan: Plan, switching: boolean): string | undefined {
+/** Plans our plugin record out (the directory stays for `--purge`). */
+function planPluginOut(state: KimiState, plan: Plan): string | undefined {
   const { plugin } = state;
   if (state.registryError && state.registryText !== undefined) {
     plan.notes.push(`Note: ${state.registryError}`);
   } else if (plugin?.owner === "ours" || plugin?.owner === "missing") {
     const reg = planRegistryUninstall(state.registryText);
     if (!reg.ok) return reg.error;
-    const what = switching
-      ? "plugin-mode registration removed (switching to config mode)"
-      : `plugin "${PLUGIN_ID}" unregistered`;
-    planKimiFile(plan, state, "registry", reg.after, what);
-    const root = pluginRoot(state);
-    if (switching && plugin.owner === "ours" && norm(plugin.root) === norm(root)) {
-      plan.steps.push(
-        removalStep(root, `delete the plugin directory ${root}`, `plugin directory removed: ${root}`),
-      );
-    }
+    planKimiFile(plan, state, "registry", reg.after, `plugin "${PLUGIN_ID}" unregistered`);
   } else if (plugin?.owner === "upstream") {
     plan.notes.push(
       `Note: the "${PLUGIN_ID}" plugin registered in Kimi is OpenViking's own one; left in place.`,
@@ -208,7 +195,7 @@ async function pluginInPlace(root: string, files: TreeFile[]): Promise<boolean> 
   return true;
 }
 
-/** Plans plugin mode: config mode out, the plugin directory placed whole (unless in place), its record. */
+/** Plans the plugin: config mode out, the plugin directory placed whole (unless in place), its record. */
 async function planPluginMode(ctx: Context, state: KimiState, program: Program, plan: Plan) {
   if (state.registryError) return state.registryError;
   const leave = planConfigOut(state, plan, true);
@@ -252,39 +239,6 @@ async function planPluginMode(ctx: Context, state: KimiState, program: Program, 
     plan.notes.push(`Note: the plugin is disabled in Kimi; enable it with \`/plugins enable ${PLUGIN_ID}\`.`);
   }
   plan.notes.push(hooksRun(`./${program.pluginBin.path} hook <event>, in ${root}`));
-  return undefined;
-}
-
-/** Plans config mode: plugin mode out, our `mcp.json` entry and hook block, the memory skill. */
-async function planConfigMode(
-  options: InstallOptions,
-  ctx: Context,
-  state: KimiState,
-  program: Program,
-  plan: Plan,
-) {
-  const prefix = configCommandPrefix(program.command, ctx.os);
-  const leave = planPluginOut(state, plan, true);
-  if (leave) return leave;
-  const mcp = planMcpInstall(state.mcpText, configMcpEntry(program.command, ctx.os), {
-    replaceOthers: options.yes,
-  });
-  if (!mcp.ok) return mcp.error;
-  const cfg = planConfigInstall(state.configText, hookEntries(prefix));
-  if (!cfg.ok) return cfg.error;
-  if (mcp.changed) planKimiFile(plan, state, "mcp", mcp.after, 'MCP server "openviking" registered');
-  if (cfg.changed) planKimiFile(plan, state, "config", cfg.after, "hooks registered");
-  const skill = configSkillPath(state);
-  const before = await read(skill);
-  if (before !== undefined && !before.includes(OWNED_MARK)) {
-    plan.notes.push(
-      `Note: ${skill} is a skill of your own; left as it is (the memory skill is not installed).`,
-    );
-  } else if (before !== skillText("config")) {
-    planFile(plan, skill, before, skillText("config"), "memory skill installed", "none");
-  }
-  for (const w of cfg.warnings) plan.notes.push(`Warning: config.toml ${w}.`);
-  plan.notes.push(hooksRun(`${prefix} hook <event>`));
   return undefined;
 }
 
@@ -414,10 +368,9 @@ async function serverNote(ctx: Context): Promise<boolean> {
   return false;
 }
 
-/** Installs in `mode` and returns the exit code. */
+/** Installs the plugin and returns the exit code. */
 export async function runInstall(ctx: Context, options: InstallOptions): Promise<number> {
   const refuse = (message: string) => fail(ctx.out, "install", message);
-  const mode = options.mode ?? "config";
   const home = kimiHomeFor(ctx.env, options.kimiHome, ctx.cwd);
   const state = await readKimiState(home);
   if (state.unreadable.length) return refuse(state.unreadable[0]);
@@ -438,35 +391,32 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
   const plan: Plan = { steps: [], notes: [] };
   const credentials = await planCredentials(ctx, options, home, plan);
   if (credentials) return refuse(credentials);
-  const program = await planProgram(ctx, mode, home, plan);
+  const program = await planProgram(ctx, home, plan);
   if (typeof program === "string") return refuse(program);
-  const problem = mode === "config"
-    ? await planConfigMode(options, ctx, state, program, plan)
-    : await planPluginMode(ctx, state, program, plan);
+  const problem = await planPluginMode(ctx, state, program, plan);
   if (problem) return refuse(problem);
   if (program.note) plan.notes.push(program.note);
   if (plan.steps.length) {
     const sweep = await sweepStep(ctx.env, { keep: program.keep, kimiHome: home });
     if (sweep) plan.steps.push(sweep);
     const dirs = [home, dirName(pathCommand(ctx.env, ctx.os) ?? home), openVikingHome(ctx.env)];
-    dirs.push(mode === "plugin" ? state.paths.managedDir : joinPath(home, "skills"));
-    const made = await madeDirsStep(ctx.env, dirs);
+    const made = await madeDirsStep(ctx.env, [...dirs, state.paths.managedDir]);
     if (made) plan.steps.unshift(made);
   }
   const code = await carryOut(plan, ctx.out, {
     command: "install",
     dryRun: options.dryRun,
-    start: `Installing openviking-kimi into ${home} (${mode} mode)`,
+    start: `Installing openviking-kimi into ${home} (plugin mode)`,
     done: () =>
       `Start a new Kimi Code session (or /reload) to load it; \`${
         commandName(ctx.env)
       } doctor\` checks the setup.`,
-    nothing: `openviking-kimi is installed in ${home} (${mode} mode) just as this install would leave it.`,
+    nothing: `openviking-kimi is installed in ${home} (plugin mode) just as this install would leave it.`,
   });
   if (code !== 0 || options.dryRun) return code;
   // One look at the server: the profile is fetched for the plugin's system prompt only when it answers.
   const answers = await serverNote(ctx);
-  if (mode === "plugin") await refreshInstalledPrompt(ctx, pluginRoot(state), answers);
+  await refreshInstalledPrompt(ctx, pluginRoot(state), answers);
   return code;
 }
 
@@ -474,7 +424,7 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
 async function purgeableData(ctx: Context, notes: Plan["notes"]): Promise<string[]> {
   const out = [defaultLogPath(ctx.env)];
   const { config } = await loadConfig(ctx.env, ctx.cwd);
-  const cmd = commandAfterPurge(ctx.env); // what runs once this purge is done
+  const cmd = commandName(ctx.env); // what runs once installed again
   const here = await destinationFor(config);
   const queues = [
     [
@@ -570,12 +520,12 @@ async function sharedTargets(ctx: Context, notes: Plan["notes"]): Promise<string
 async function planPurge(
   ctx: Context,
   state: KimiState,
-  { plugin, yes }: { plugin: boolean; yes: boolean },
+  yes: boolean,
   plan: Plan,
 ) {
   const targets: string[] = [];
   const managed = pluginRoot(state);
-  if (plugin && state.plugin?.owner !== "upstream" && state.plugin?.owner !== "other") {
+  if (state.plugin?.owner !== "upstream" && state.plugin?.owner !== "other") {
     // Ours by the rule detect and doctor use (its hooks run bin/openviking-kimi), or no manifest left at all.
     const text = await read(joinPath(managed, "kimi.plugin.json"));
     const manifest = text === undefined ? undefined : parseJson(text);
@@ -695,7 +645,7 @@ const keptForOthers = (others: string[], kept: string[]) =>
   }; purging the last one removes them.`;
 
 /** What a plain uninstall leaves for `--purge`, in words (what other installed homes share named as kept). */
-async function keptFiles(ctx: Context, state: KimiState, plugin: boolean): Promise<string | undefined> {
+async function keptFiles(ctx: Context, state: KimiState): Promise<string | undefined> {
   const [binary, versions, command] = [
     installedBinaryPath(ctx.env, ctx.os),
     versionsDir(ctx.env),
@@ -709,7 +659,7 @@ async function keptFiles(ctx: Context, state: KimiState, plugin: boolean): Promi
   const others = await installedHomes(ctx.env, state.paths.home);
   const kept = others.length ? [] : shared;
   const managed = pluginRoot(state);
-  if (plugin && state.plugin?.owner === "ours" && (await exists(managed))) {
+  if (state.plugin?.owner === "ours" && (await exists(managed))) {
     kept.push(`the plugin directory ${managed}`);
   }
   const lines = [
@@ -726,24 +676,22 @@ export async function runUninstall(ctx: Context, options: InstallOptions): Promi
   const state = await readKimiState(home);
   if (state.unreadable.length) return fail(out, "uninstall", state.unreadable[0]);
   const plan: Plan = { steps: [], notes: [] };
-  const plugin = options.mode !== "config";
-  const problem = (options.mode !== "plugin" ? planConfigOut(state, plan, false) : undefined) ??
-    (plugin ? planPluginOut(state, plan, false) : undefined);
+  const problem = planConfigOut(state, plan, false) ?? planPluginOut(state, plan);
   if (problem) return fail(out, "uninstall", problem);
-  if (options.mode !== "plugin") await planConfigSkillRemoval(state, plan, await madeDirList(ctx.env));
+  await planConfigSkillRemoval(state, plan, await madeDirList(ctx.env));
   const prompt = joinPath(pluginRoot(state), SYSTEM_PROMPT_FILE);
-  if (plugin && (await read(prompt))?.startsWith(SYSTEM_PROMPT_TITLE)) {
+  if ((await read(prompt))?.startsWith(SYSTEM_PROMPT_TITLE)) {
     // It holds the user's profile.
     const describe = `delete ${prompt} (the profile in the plugin's system prompt)`;
     plan.steps.push(removalStep(prompt, describe, `system prompt removed: ${prompt}`));
   }
-  const refused = options.purge ? await planPurge(ctx, state, { plugin, yes: options.yes }, plan) : undefined;
+  const refused = options.purge ? await planPurge(ctx, state, options.yes, plan) : undefined;
   if (refused) return fail(out, "uninstall", refused);
   return await carryOut(plan, out, {
     command: "uninstall",
     dryRun: options.dryRun,
     start: `Removing openviking-kimi from ${home}`,
-    done: options.purge ? undefined : await keptFiles(ctx, state, plugin),
+    done: options.purge ? undefined : await keptFiles(ctx, state),
     nothing: `nothing of openviking-kimi is registered in ${home}.`,
   });
 }

@@ -5,13 +5,12 @@
 
 import { findNodeAtLocation, type Node, parseTree } from "jsonc-parser";
 import * as z from "zod/mini";
-import { deepEqual, isRecord } from "../lib/parsed.ts";
+import { isRecord } from "../lib/parsed.ts";
 import {
   classifyMcpEntry,
   type Edit,
   type EditPlan,
   MCP_SERVER_NAME,
-  type McpEntry,
   PLUGIN_ID,
   type Refusal,
   type Result,
@@ -193,43 +192,6 @@ function loadMcp(current: string | undefined): Result<{ text: string; entry: unk
     text: current,
     entry: servers && Object.hasOwn(servers, MCP_SERVER_NAME) ? servers[MCP_SERVER_NAME] : undefined,
   };
-}
-
-/** The entry with env values and headers hidden (they may hold credentials). */
-function redactEntry(entry: unknown): unknown {
-  if (!isRecord(entry)) return entry;
-  const hide = (v: unknown) => (isRecord(v) ? Object.fromEntries(Object.keys(v).map((n) => [n, "…"])) : v);
-  const hidden = ["env", "headers"].filter((k) => k in entry).map((k) => [k, hide(entry[k])]);
-  return { ...entry, ...Object.fromEntries(hidden) };
-}
-
-/** Plans our entry in mcp.json; an entry someone else wrote is replaced only with `replaceOthers`. */
-export function planMcpInstall(
-  current: string | undefined,
-  entry: McpEntry,
-  options: { replaceOthers?: boolean } = {},
-): EditPlan {
-  const loaded = loadMcp(current);
-  if (!loaded.ok) return loaded;
-  const previous = classifyMcpEntry(loaded.entry);
-  if ((previous === "foreign" || previous === "upstream") && !options.replaceOthers) {
-    const who = previous === "upstream" ? "OpenViking's own Kimi plugin installer" : "someone else";
-    return {
-      ok: false,
-      error:
-        `mcp.json already has an "${MCP_SERVER_NAME}" server written by ${who} (${
-          JSON.stringify(redactEntry(loaded.entry))
-        }). ` +
-        "Remove or rename it, or run install again with --yes to replace it (a copy stays in mcp.json.bak).",
-    };
-  }
-  if (previous !== "absent" && deepEqual(loaded.entry, entry)) {
-    return { ok: true, after: current, changed: false, warnings: [] };
-  }
-  const after = loaded.text === ""
-    ? `${JSON.stringify({ mcpServers: { [MCP_SERVER_NAME]: entry } }, null, 2)}\n`
-    : editJson(loaded.text, ["mcpServers", MCP_SERVER_NAME], { ...entry });
-  return { ok: true, after, changed: after !== current, warnings: [] };
 }
 
 /** Plans our entry out of mcp.json (someone else's stays, OpenViking's too). */

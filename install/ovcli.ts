@@ -183,11 +183,8 @@ export interface KeyIo {
 /** The key to save (undefined: leave the saved one as it is) and where it came from, or why there is none. */
 export type KeyChoice = Result<{ apiKey?: string; from?: string }>;
 
-/** Chooses the API key install saves, from the flags, stdin, the environment or a hidden prompt. */
+/** Chooses the API key install saves, from the flags (never both: cli/mod.ts refuses), stdin, the environment or a hidden prompt. */
 export async function chooseApiKey(flags: KeyFlags, io: KeyIo): Promise<KeyChoice> {
-  if (flags.apiKeyStdin && flags.apiKey !== undefined) {
-    return { ok: false, error: "give the API key one way: --api-key-stdin or --api-key, not both" };
-  }
   if (flags.apiKey !== undefined) {
     if (flags.apiKey !== "") {
       // Deno's own "Task install …" line echoes every argument: nothing here can stop it, so it is named.

@@ -34,7 +34,7 @@ import { dirName, type Env, homesFile, integrationDir, joinPath, kimiHome, orNoH
 import { COPY_FILES, COPY_RUN_FLAGS, productionFlags, releaseCopyLock, shellQuote } from "../lib/self.ts";
 import { VERSION } from "../lib/version.ts";
 
-/** The program the registrations run: config mode's command, the plugin's `bin/` file, its source, a note. */
+/** The program the registrations run: its command, the plugin's `bin/` file, its source, a note. */
 export interface Program {
   command: string;
   pluginBin: TreeFile;
@@ -52,7 +52,6 @@ const launcherOf = (dir: string) => joinPath(dir, "bin", EXECUTABLE_NAME);
 /** Plans putting the program in place, however this process runs, and the PATH command; or why not. */
 export async function planProgram(
   ctx: Context,
-  mode: "config" | "plugin",
   home: string,
   plan: Plan,
 ): Promise<Program | string> {
@@ -60,7 +59,7 @@ export async function planProgram(
   let program: Program;
   if (self.kind === "compiled") {
     const target = installedBinaryPath(env, os);
-    if ((mode === "config" || pathCommand(env, os)) && !(await sameBytes(self.execPath, target))) {
+    if (pathCommand(env, os) && !(await sameBytes(self.execPath, target))) {
       plan.steps.push(swapStep({
         describe: `copy ${self.execPath} to ${target}`,
         path: target,
@@ -100,7 +99,8 @@ export async function planProgram(
     let copy, flags;
     try {
       flags = await productionFlags(self.root);
-      copy = await buildCopy(self.root, flags); // bundled by the Deno running install, run by the recorded one
+      // Bundled by the Deno running install, run by the recorded one; the wait said first.
+      copy = await buildCopy(self.root, flags, () => ctx.out.info(BUILDING));
     } catch (error) {
       return `cannot install from the checkout ${self.root}: ${(error as Error).message}`;
     }
@@ -202,10 +202,14 @@ const comparable = (bytes: Uint8Array) =>
 
 const builds = new Map<string, Promise<BuiltCopy>>();
 
+/** What install says before it bundles (only then: a run refused earlier, or a copy's, builds nothing). */
+const BUILDING = "openviking-kimi: building the program copy (deno bundle, a few seconds)…";
+
 /** Builds (once per process and checkout) the program copy of the checkout at `root`: both bundles, checked to run. */
-function buildCopy(root: string, flags: readonly string[]): Promise<BuiltCopy> {
+function buildCopy(root: string, flags: readonly string[], starting: () => void): Promise<BuiltCopy> {
   const key = [root, ...flags].join("\0");
   const built = builds.get(key) ?? (async () => {
+    starting();
     const tmp = await Deno.makeTempDir({ prefix: "openviking-kimi-copy-" });
     const deno = Deno.execPath();
     try {
@@ -446,7 +450,7 @@ export async function versionsLeftFor(env: Env, except: string): Promise<string[
   for (const home of (await knownHomes(env, [])).filter((h) => h !== except)) {
     for (const [copy] of await versionsOf(env, [home])) {
       out.push(
-        `${copy}, which ${home} still runs (\`${
+        `${copy}, which the plugin directory ${home} kept (uninstalled without --purge) still runs (\`${
           launcherOf(copy)
         } uninstall --purge --kimi-home ${home}\` removes both)`,
       );

@@ -36,7 +36,7 @@ import {
   REJECTED_SUBDIR,
   SessionQueue,
 } from "../openviking/queue.ts";
-import { commandAfterPurge, commandName } from "../lib/self.ts";
+import { commandName } from "../lib/self.ts";
 import { wrap } from "../lib/columns.ts";
 
 /**
@@ -212,12 +212,12 @@ export async function purgeCommitStep(
         plan.notes.push(
           `Queued: the commit of ${queued.join(", ")}, in ${joinPath(pending, QUEUE_SUBDIR)} ` +
             `(the server did not take it now): install again and the next session start replays it (or run ` +
-            `"${commandAfterPurge(ctx.env)} replay").`,
+            `"${commandName(ctx.env)} replay").`,
         );
       }
       const elsewhere = elsewhereWords(
         away.map((d) => ({ ...d, messages: 0, commits: 1 })),
-        commandAfterPurge(ctx.env),
+        commandName(ctx.env),
       );
       if (elsewhere) {
         const what = away.map((d) => d.what).join(", ");

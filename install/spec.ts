@@ -10,7 +10,7 @@ import type { TreeFile } from "./transaction.ts";
 import { SYSTEM_PROMPT_FILE } from "../kimi/plugin-root.ts";
 import { sha256Hex } from "../lib/hash.ts";
 import { commandDir, type Env, integrationDir, isAbsolutePath, joinPath, orNoHome } from "../lib/paths.ts";
-import { checkoutRoot, copyDir, isCompiled, shellQuote } from "../lib/self.ts";
+import { checkoutRoot, copyDir, isCompiled } from "../lib/self.ts";
 import { VERSION } from "../lib/version.ts";
 import { COMMANDS, commandText, SKILL_NAME, skillText } from "../memory/instructions.ts";
 import { systemPromptText } from "../memory/system-prompt.ts";
@@ -62,9 +62,6 @@ export function isUpstreamHookCommand(command: string): boolean {
     command,
   );
 }
-
-/** The stdio server entry config mode writes to `mcp.json`. */
-export type McpEntry = { command: string; args: string[] };
 
 const EntrySchema = z.looseObject({
   command: z.optional(z.string()),
@@ -118,7 +115,7 @@ export function currentSelf(): Promise<Self> {
 export const executableFileName = (os: OsFamily): string =>
   os === "windows" ? `${EXECUTABLE_NAME}.exe` : EXECUTABLE_NAME;
 
-/** Where config mode keeps the compiled executable. */
+/** Where the compiled executable is kept for the PATH command. */
 export const installedBinaryPath = (env: Env, os: OsFamily): string =>
   joinPath(integrationDir(env), "bin", executableFileName(os));
 
@@ -148,22 +145,6 @@ export async function commandAt(path: string, env: Env): Promise<CommandAt> {
   const ours = isAbsolutePath(target) && target.startsWith(`${integrationDir(env)}/`);
   return ours ? { kind: "ours", target } : { kind: "other" };
 }
-
-/** A program path as the shell Kimi runs hooks with on `os` wants it (backslashes on Windows). */
-const nativePath = (path: string, os: OsFamily) => os === "windows" ? path.replace(/\//g, "\\") : path;
-
-/** Config mode's hook command prefix: the program (the binary, or a copy's launcher) quoted for cmd or sh. */
-export function configCommandPrefix(program: string, os: OsFamily): string {
-  const path = nativePath(program, os);
-  if (os !== "windows") return shellQuote(path);
-  return /^[A-Za-z0-9_@%+=:,./\\-]+$/.test(path) ? path : `"${path.replace(/"/g, '""')}"`;
-}
-
-/** The `mcp.json` entry in config mode. */
-export const configMcpEntry = (program: string, os: OsFamily): McpEntry => ({
-  command: nativePath(program, os),
-  args: ["mcp"],
-});
 
 /** Whether two files hold the same bytes (a binary installed again from its download: nothing to copy). */
 export async function sameBytes(a: string, b: string): Promise<boolean> {

@@ -1,17 +1,15 @@
 /**
- * Our marked block in config.toml, as text: a new one at the very end (no user key can follow our `[[hooks]]`),
- * one there replaced in place, line ends kept; a plan only when the user's document keeps its meaning. Pure.
+ * The marked block an older config-mode install left in config.toml: found, told apart from OpenViking's, and
+ * taken out only when the user's document keeps its meaning. Pure.
  */
 
-import { parse, stringify } from "smol-toml";
+import { parse } from "smol-toml";
 import { deepEqual, isRecord } from "../lib/parsed.ts";
-import { VERSION } from "../lib/version.ts";
 import {
   ALLOWED_HOOK_KEYS,
   BLOCK_BEGIN,
   BLOCK_END,
   type EditPlan,
-  type HookEntry,
   isOurHookCommand,
   isUpstreamHookCommand,
   type Result,
@@ -29,23 +27,9 @@ export function parseToml(text: string): Result<{ value: Record<string, unknown>
   }
 }
 
-/** The line ending of the file's first line. */
-const eolOf = (text: string) => /^[^\n]*\r\n/.test(text) ? "\r\n" : "\n";
-
 /** The comment line saying install created config.toml (uninstall deletes it again when nothing else is left). */
 export const CREATED_LINE =
   "# openviking-kimi created this file: uninstall deletes it when nothing else is left.";
-
-/** Our block, markers included, no final line ending. */
-export function renderBlock(entries: readonly HookEntry[], eol: string, createdFile = false): string {
-  const lines = [
-    BLOCK_BEGIN,
-    `# Written by openviking-kimi ${VERSION}; \`openviking-kimi uninstall\` removes it. Edits inside are replaced.`,
-    ...(createdFile ? [CREATED_LINE] : []),
-  ];
-  for (const e of entries) lines.push("[[hooks]]", ...stringify({ ...e }).trimEnd().split("\n"));
-  return [...lines, BLOCK_END].join(eol);
-}
 
 /** Our marked blocks, or why the markers are unusable. */
 export function findBlocks(text: string): { blocks: BlockRange[] } | { error: string } {
@@ -117,20 +101,6 @@ export function withoutHooks(
   return rest.length ? { ...out, hooks: rest } : out;
 }
 
-/** The first top-level key (or `key[i]`, `key.sub`) whose value differs, for messages. */
-function firstDifference(a: Record<string, unknown>, b: Record<string, unknown>): string {
-  for (const k of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()) {
-    const [x, y] = [a[k], b[k]];
-    if (deepEqual(x, y)) continue;
-    if (Array.isArray(x) && Array.isArray(y)) {
-      const i = [...Array(Math.max(x.length, y.length)).keys()].find((i) => !deepEqual(x[i], y[i]));
-      return `${k}[${i}]`;
-    }
-    return isRecord(x) && isRecord(y) ? `${k}.${firstDifference(x, y)}` : k;
-  }
-  return "(none)";
-}
-
 /** The one advice for settings written after our block, which TOML reads as part of its last `[[hooks]]`. */
 export const SETTINGS_AFTER_BLOCK =
   "move the settings written after the openviking block above it, or under their own [table] header";
@@ -195,59 +165,6 @@ function load(text: string): Result<{ doc: Record<string, unknown>; blocks: Bloc
     return { ok: false, error: `${found.error}. Remove the stray marker line and run again.` };
   }
   return { ok: true, doc: parsed.value, blocks: found.blocks };
-}
-
-/**
- * Plans install: our block with `entries` (in place of any block there, OpenViking's too: install refuses
- * that one earlier), placed so that no key of the user's changes meaning.
- */
-export function planConfigInstall(current: string | undefined, entries: readonly HookEntry[]): EditPlan {
-  const before = current ?? "";
-  const loaded = load(before);
-  if (!loaded.ok) return loaded;
-  const user = parseToml(removeRanges(before, loaded.blocks));
-  if (!user.ok) {
-    return {
-      ok: false,
-      error: `config.toml does not parse without the openviking block (${user.error}): settings after the ` +
-        "block depend on it. Move the block to the end of the file (or delete it) and run again.",
-    };
-  }
-  const hooks = hooksOf(user.value);
-  const outside = outsideHooksProblem(
-    hooks.filter((h) => isOurHookCommand(h.command)),
-    hooks.filter((h) => isUpstreamHookCommand(h.command)),
-  );
-  if (outside) return { ok: false, error: outside };
-  const created = current === undefined ||
-    loaded.blocks.some((b) => b.text.split(/\r?\n/).includes(CREATED_LINE));
-  const block = renderBlock(entries, eolOf(before), created);
-  const [first, ...rest] = loaded.blocks;
-  const kept = removeRanges(before, rest);
-  const after = first
-    ? kept.slice(0, first.start) + block + kept.slice(first.end)
-    : before === "" || before.endsWith("\n")
-    ? before + block + eolOf(before)
-    : before + eolOf(before) + block;
-  const parsed = parseToml(after);
-  if (!parsed.ok) {
-    return {
-      ok: false,
-      error:
-        `adding [[hooks]] would make config.toml invalid (${parsed.error}); "hooks" must be an array of ` +
-        "tables ([[hooks]]) for Kimi Code. Fix that key and run again; nothing was changed.",
-    };
-  }
-  const stripped = withoutHooks(parsed.value, entries);
-  if (!deepEqual(stripped, user.value)) {
-    return {
-      ok: false,
-      error: `installing would change the meaning of "${firstDifference(stripped, user.value)}" in ` +
-        "config.toml (settings after the openviking block would belong to its last [[hooks]] table): " +
-        `${SETTINGS_AFTER_BLOCK}, then run again; nothing was changed.`,
-    };
-  }
-  return { ok: true, after, changed: after !== before, warnings: invalidHookKeys(parsed.value) };
 }
 
 /** Plans uninstall: our block out (OpenViking's stays). */

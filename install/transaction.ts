@@ -18,7 +18,6 @@ export interface Output {
 
 /** Parsed options of install and uninstall. */
 export interface InstallOptions {
-  mode?: "config" | "plugin";
   kimiHome?: string;
   credentials: CredentialArgs;
   dryRun: boolean;

@@ -32,11 +32,6 @@ export const HOOK_EVENTS: readonly HookEvent[] = HOOKS.map((h) => h.cli);
 export const hasTrait = (cli: string, trait: Trait): boolean =>
   HOOKS.some((h) => h.cli === cli && h.traits.some((t) => t === trait));
 
-/** Events whose work runs in a detached worker. */
-export const DETACHED_EVENTS: ReadonlySet<string> = new Set(
-  HOOK_EVENTS.filter((e) => hasTrait(e, "detached")),
-);
-
 /** Whether a string names a handled event. */
 export const isHookEvent = (name: string | undefined): name is HookEvent =>
   (HOOK_EVENTS as readonly string[]).includes(name ?? "");

@@ -22,9 +22,3 @@ export function systemPromptFile(env: Env): string | undefined {
   const root = pluginRoot(env);
   return root && joinPath(root, SYSTEM_PROMPT_FILE);
 }
-
-/** Whether the profile goes to the model through the plugin's system prompt (the file is there). */
-export async function systemPromptInUse(env: Env): Promise<boolean> {
-  const file = systemPromptFile(env);
-  return file !== undefined && await Deno.stat(file).then((i) => i.isFile, () => false);
-}

@@ -26,8 +26,11 @@ const INVISIBLE =
  */
 const LESS_THAN = "<\uff1c\ufe64\u2039\u2329\u3008\u27e8\u276e\u02c2\u1438\u16b2\u{1d236}\u276c\u2770\u29fc";
 
+/** `/` and its confusables (`／ ⁄ ∕ ╱ ⟋ ⧸ 〳 ㇓ ⼃ ᜵ Ⳇ 𝈺`), and a fullwidth `！` or `？`: what a closing tag, a comment or a declaration opens with. */
+const TAG_MARK = "/\uff0f\u2044\u2215\u2571\u27cb\u29f8\u3033\u31d3\u2f03\u1735\u2cc6\u{1d23a}!?\uff01\uff1f";
+
 /** A {@link LESS_THAN} that starts something tag-like (joiners and marks between do not hide it), or ends the text. */
-const TAG_OPEN = new RegExp(`[${LESS_THAN}](?=[\\p{M}\u200c\u200d]*(?:[\\p{L}_:/!?|]|$))`, "gu");
+const TAG_OPEN = new RegExp(`[${LESS_THAN}](?=[\\p{M}\u200c\u200d]*(?:[\\p{L}_:|${TAG_MARK}]|$))`, "gu");
 const LESS_THAN_LAST = new RegExp(`[${LESS_THAN}]$`, "u");
 
 /** Untrusted text made safe to print: no control or escape sequence, no markup (see the module doc). */

@@ -74,7 +74,7 @@ function userAndPassword(b64: string): boolean {
 }
 
 /** Where a key that may name a secret is: a secret word in it, the scan's quick first look. */
-const SECRET_HINT = /secret|token|pass|pwd|cred|auth|key|sig|hmac|salt|otp|pin/gi;
+const SECRET_HINT = /secret|token|pass|pw|psk|cred|auth|key|sig|hmac|salt|otp|pin/gi;
 const SECRET_HINT_WORD = new RegExp(SECRET_HINT.source, "i");
 /** A key and its assignment operator, optionally quoted (`KEY=`, `"key": `, `\"key\": `) or subscripted (`env['KEY'] =`). */
 const KEY_AT = /-{0,2}(\\?["']?)([A-Za-z_][\w.-]*)\1\]?([ \t]*)(:=|=>|\?=|=|:)([ \t]*)/y;
@@ -97,7 +97,7 @@ const KEY_WORDS = /[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+/g;
  */
 // deno-fmt-ignore: word lists
 const [SECRET_WORDS, ABOUT_SECRET, PLAIN_KEYS, WEAK_KEYS] = [
-  "secret token password passwd pwd pass passphrase credential credentials creds auth apikey accesstoken authtoken secretkey privatekey accesskey sig signature sshpass",
+  "secret token password passwd pwd pw psk pass passphrase credential credentials creds auth apikey accesstoken authtoken secretkey privatekey accesskey sig signature sshpass",
   "url uri endpoint host path file dir name type mode method header count length len size limit max min enabled required ttl timeout expiry expires format prefix provider version id stdin",
   "public pub primary foreign sort partition cache hash range row lookup idempotency unique map dict object index composite hot s3 i18n translation group order bucket schema",
   "key hmac salt otp pin",
@@ -314,10 +314,10 @@ const PASSWORD_OPTION = new RegExp(
 
 /** XML's named values (as YAML's): an element's text or CDATA, a plist's `<key>` and `<string>`, `key=…value=`. */
 const XML_SECRETS: readonly RegExp[] = [
-  /(?<head><(?<tag>(?:[\w.-]+:)?(?<name>[\w.-]+))(?:[ \t][^<>\r\n]*)?>)(?<value>[^<\r\n]+)<\/\k<tag>>/g,
-  /(?<head><(?<tag>(?:[\w.-]+:)?(?<name>[\w.-]+))(?:[ \t][^<>\r\n]*)?><!\[CDATA\[)(?<value>(?:[^\]<\r\n]|\](?!\]>)|<(?!!\[CDATA\[))*)\]\]><\/\k<tag>>/g,
-  /(?<head><key>(?<name>[\w.-]+)<\/key>\s*<string>)(?<value>[^<\r\n]+)<\/string>/g,
-  /(?<head>[ \t](?:key|name)=(?<q>["'])(?<name>[\w.:-]+)\k<q>[ \t]+value=(?<q2>["']))(?<value>[^"'\r\n]*)\k<q2>/g,
+  /(<(?<tag>(?:[\w.-]+:)?(?<name>[\w.-]+))(?:[ \t][^<>\r\n]*)?>)[^<\r\n]+(?=<\/\k<tag>>)/g,
+  /(<(?<tag>(?:[\w.-]+:)?(?<name>[\w.-]+))(?:[ \t][^<>\r\n]*)?><!\[CDATA\[)(?:[^\]<\r\n]|\](?!\]>)|<(?!!\[CDATA\[))*(?=\]\]><\/\k<tag>>)/g,
+  /(<key>(?<name>[\w.-]+)<\/key>\s*<string>)[^<\r\n]+(?=<\/string>)/g,
+  /([ \t](?:key|name)=(?<q>["'])(?<name>[\w.:-]+)\k<q>[ \t]+value=(?<q2>["']))[^"'\r\n]*(?=\k<q2>)/g,
 ];
 /** Format and default-ignorable characters (variation selectors, Hangul fillers…) between printable ASCII. */
 const INVISIBLE_IN_ASCII = /(?<=[!-~])[\p{Cf}\p{DI}]+(?=[!-~])/gu;
@@ -441,8 +441,8 @@ function redactDisguised(text: string, hide: Hide): string {
 
 /** A rule: `text` with the secrets it finds replaced by what `hide` returns for each. */
 type Rule = (text: string, hide?: Hide) => string;
-/** The secret of a raw value: the value itself, or undefined when `raw` holds none. */
-type Pick = (raw: string) => string | undefined;
+/** The secret of a raw value (the shape's named groups beside it): the value or a part of it, else undefined. */
+type Pick = (raw: string, groups: Readonly<Record<string, string | undefined>>) => string | undefined;
 /** A value {@link secretValue} takes (`literal`), after its sentence punctuation (kept when quoted whole). */
 const valued = (literal: boolean, quotedWhole = false): Pick => (raw) => {
   const value = literal || (quotedWhole && /^["']/.test(raw)) ? raw : raw.replace(/[.,;:!?)]+$/, "");
@@ -451,10 +451,11 @@ const valued = (literal: boolean, quotedWhole = false): Pick => (raw) => {
 
 /**
  * The rules in the order they run (tests/support/credentials.ts has a sample of each): a shape whose match is the
- * secret (named after gitleaks'); one whose group 1 is kept, group 2 the value its pick (else all) takes; or code.
+ * secret (named after gitleaks'); shapes whose group 1 is kept, the rest of the match the value its pick (else all)
+ * takes; or code.
  */
 // deno-fmt-ignore: one rule a line, a table
-const RULES: Readonly<Record<string, RegExp | [RegExp, Pick?] | Rule>> = {
+const RULES: Readonly<Record<string, RegExp | [RegExp | readonly RegExp[], Pick?] | Rule>> = {
   "invisible-characters": (text) => text.replace(INVISIBLE_IN_ASCII, ""),
   disguised: (text, hide = plain) => redactDisguised(text, hide),
   "private-key": /(-----|---- )BEGIN ([A-Z0-9 _-]{0,40}(?:PRIVATE|SECRET) KEY(?: BLOCK)?)( ----|-----)[\s\S]*?(?:\1END \2\3|$)/g, // PEM, OpenSSH, PKCS#8, encrypted, PGP (PRIVATE or PGP 2's SECRET), SSH2 key blocks, to their END line (or the end).
@@ -534,10 +535,17 @@ const RULES: Readonly<Record<string, RegExp | [RegExp, Pick?] | Rule>> = {
   "url-token-user": /(?<=[a-z0-9+.-]:\/\/)(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{32,}(?=@)/gi,
   authorization: [/\b((?:proxy-)?authorization["'`]?[ \t]*[:=][ \t]*["'`]?(?:(?:basic|bearer|token|digest|negotiate|ntlm|ssws)[ \t]+)?)(?!(?:basic|bearer|token|digest|negotiate|ntlm|ssws)\b(?!=)|[$%{<[])([\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*)(?:[ \t]*,[ \t]*[\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*))*|[^\s"'`,;]+)/gi], // An Authorization header's credentials after its scheme word: a token, or all its `name="value"` parameters.
   cookie: (text, hide = plain) => text.replace(COOKIE, (_m, head, set, pairs) => head + redactCookies(pairs, set !== undefined, hide)), // A `Cookie` or `Set-Cookie` header (or its JSON member): its `name=value` pairs, to the line's or string's end.
-  bearer: (text, hide = plain) => text.replace(/\b(Bearer|SSWS)([ \t]+)((?=[\w.~+/=-]*\d)[\w.~+/=-]{8,})/gi, (_m, word, gap, token) => word + gap + hide(token)), // A bearer (or Okta's SSWS) token anywhere, with a digit (`Bearer authentication` is a phrase).
-  basic: (text, hide = plain) => text.replace(/\b(Basic[ \t]+)([A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])/gi, (m, head, b64: string) => userAndPassword(b64) ? head + hide(b64) : m), // `Basic` credentials without their header: base64 that decodes to `user:password`.
+  bearer: [/\b((?:Bearer|SSWS)[ \t]+)((?=[\w.~+/=-]*\d)[\w.~+/=-]{8,})/gi], // A bearer (or Okta's SSWS) token anywhere, with a digit (`Bearer authentication` is a phrase).
+  "smtp-auth": (text, hide = plain) => text.replace(SMTP_AUTH, (m, head: string, b64: string) => { // SMTP's `AUTH PLAIN <base64 of \0user\0password>`, and the password line after `334 UGFzc3dvcmQ6` ("Password:")
+    try {
+      return /^334/.test(head) || atob(b64).includes("\0") ? head + hide(b64) : m;
+    } catch {
+      return m;
+    }
+  }),
+  basic: [/\b(Basic[ \t]+)([A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])/gi, (b64) => userAndPassword(b64) ? b64 : undefined], // `Basic` credentials without their header: base64 that decodes to `user:password`.
   "user-option": [/(?<![\w-])((?:--user|-u)(?:[ \t]+|=)["']?(?![$%{<[])[^\s"':]*:["']?)(?!\d+(?:[\s"']|$)|[$%{<[]|\/\/)([^\s"']+)/g], // The password of curl's `-u user:password` (not a number, a variable, a placeholder or a URL's `//`).
-  "secret-in-prose": (text, hide = plain) => text.replace(/\b((?:secret|password|passwd|passphrase|passcode|token|api[ _-]?key|credentials?)[ \t]+(?:is|was)[ \t]+)(\\?)(["'`])([^\s"'`\\]{4,200})\2\3/gi, (m, head, e, q, value) => NO_SECRET.test(value) ? m : head + e + q + hide(value) + e + q), // A quoted value a sentence says is a secret: `the secret is "…"`.
+  "secret-in-prose": [/\b((?:secret|password|passwd|passphrase|passcode|token|api[ _-]?key|credentials?)[ \t]+(?:is|was)[ \t]+(\\?)(["'`]))([^\s"'`\\]{4,200})(?=\2\3)/gi, (v) => NO_SECRET.test(v) ? undefined : v], // A quoted value a sentence says is a secret: `the secret is "…"`.
   "secret-in-prose-unquoted": [SECRET_IN_PROSE_UNQUOTED, valued(false)],
   "secret-label": [/(?<![A-Za-z0-9_\u0400-\u04ff])((?:(?:password|passwd|passphrase|passcode|secret|token|api[ _-]?key)[ \t]*(?:[：＝]|是|为|為)|(?:API[ \t]*(?:キー|키)|(?:API[ \t]*)?(?:密码|密碼|口令|密钥|密鑰|秘钥|私钥|私鑰|令牌|パスワード|トークン|秘密鍵|비밀번호|토큰))[ \t\u3000]*(?:[:：=＝]|是|为|為|は|が|는|은|가|(?<=[ \t\u3000]))|пароль[ \t]*[:：=＝])[ \t\u3000]*)("[^"\r\n]{1,200}"|'[^'\r\n]{1,200}'|(?:(?!["'`\\])[!-~]){4,200})/giu, valued(false, true)], // A value after a fullwidth `：`/`＝` (or a CJK "is") of an English secret word, or a CJK secret name and `:`, "is" or a blank.
   "password-option": [PASSWORD_OPTION, valued(true)],
@@ -545,51 +553,59 @@ const RULES: Readonly<Record<string, RegExp | [RegExp, Pick?] | Rule>> = {
   "oracle-logon": [/\b((?:jdbc:oracle:(?:thin|oci):|(?:sqlplus|sqlldr|expdp|impdp|rman)(?:[ \t]+-\w+)*[ \t]+)[^\s/@:"']+\/)([^\s/@"'\\]+)(?=@)/gi], // Oracle's `user/password@` (a JDBC thin or OCI URL, `sqlplus`'s logon): the password.
   "go-sql-dsn": [/(?<![\w.-])([\w.-]+:)([^\s@:"'\\]+)(?=@(?:tcp6?|udp|unix)\()/g], // A Go SQL driver's DSN, `user:password@tcp(host)/db` (or `unix(…)`, `udp(…)`): the password.
   "vault-init-key": [/\b((?:Unseal|Recovery)[ \t]+Key[ \t]+\d+:[ \t]*)([A-Za-z0-9+/]{20,}={0,2})/g], // What `vault operator init` prints: `Unseal Key 1: …`, `Recovery Key 1: …`.
-  "secret-option": (text, hide = plain) => text.replace(SECRET_OPTION, (m, head: string, name: string, value: string) => secretName(name) && secretValue(value, false) ? head + hide(value) : m), // A secret-named command-line option and the value after a blank (`--secret-key …`, `-auth user:…`).
+  "secret-option": [/(?<![\w-])(--?(?<name>[A-Za-z][\w-]*)[ \t]+)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g, (v, { name }) => secretName(name!) && secretValue(v, false) ? v : undefined], // A secret-named command-line option and the value after a blank (`--secret-key …`, `-auth user:…`).
   "login-call": [/(?<![\w-])((?:[A-Za-z]*(?:Basic|Digest)Auth|log_?[io]n|sign_?in|authenticate|auth[ \t]*=)[ \t]*\([ \t]*(?:\\?"[^"\r\n\\]*\\?"|\\?'[^'\r\n\\]*\\?'|[\w.]+)[ \t]*,[ \t]*\\?["'])(?!\/)([^\s"'\\]{1,200})(?=\\?["'][ \t]*[),])/gi, valued(false)], // A login call's password, its second argument after a user name: `ftp.login("admin", "…")`, `auth=("user", "…")`.
   "vault-kv": (text, hide = plain) => text.replace(VAULT_KV, (line) => line.replace(KV_PAIR, (m, head: string, value: string) => !/^[@-]/.test(value) && secretValue(value, true) ? head + hide(value) : m)), // `vault kv put|patch`'s `key=value` pairs: every value a secret (not `@file`, not `-`: stdin).
-  "named-value": (text, hide = plain) => text.replace(NAMED_VALUE, (m, name: string, gap: string, value: string) => secretName(name) && randomRun(value) ? name + gap + hide(value) : m), // A key-like name, a blank, a generated-looking value: a table's row or a config command's pair.
+  "named-value": [/(?<![\w.-])((?<name>[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+|[a-z]+(?:[A-Z][a-z0-9]*)+)[ \t]+)([\w+/=~.-]{8,})(?![\w+/=~.-])/g, (v, { name }) => secretName(name!) && randomRun(v) ? v : undefined], // A key-like name (`snake_case`, `kebab-case`, `camelCase`), a blank, a generated-looking value: a table's row or a config command's pair.
   "here-string": (text, hide = plain) => text.replace(HERE_STRING, (m, value: string, at: number) => { // bash's `<<< …`: a command's input that names a secret before it
     const command = text.slice(Math.max(0, at - 200), at).split(/\\n|[\n;|&"]/).at(-1)!; // since the line's or the command's start
-    return (SECRET_HINT_WORD.test(command) || /\bssh-add\b/.test(command)) && secretValue(value, true) ? m.slice(0, -value.length) + hide(value) : m;
+    return (SECRET_HINT_WORD.test(command) || /\bssh-add\b|\bsudo[ \t](?:.*[ \t])?(?:-[A-Za-z]*S|--stdin)\b/.test(command)) && secretValue(value, true) ? m.slice(0, -value.length) + hide(value) : m;
   }),
   "curl-cookie": (text, hide = plain) => text.replace(CURL_COOKIE, (_m, head, _q, pairs) => head + redactCookies(pairs, false, hide)), // curl's `-b`/`--cookie` with `name=value` pairs (not a cookie file), quoted or not.
-  "config-set": (text, hide = plain) => text.replace(CONFIG_SET, (m, head, gh, _q, name, value) => (gh || secretName(name)) && secretValue(value, true) ? head + hide(value) : m), // A command that sets a named value (fish's `set -x` too; `gh secret set`, whose every value is a secret).
-  "quoted-argument": (text, hide = plain) => QUOTED_ARGUMENTS.reduce((out, re) => out.replace(re, (m, name: string, q: string, value: string) => // `Setenv("DB_PASSWORD", "…")`, `setPassword("…")`
-    secretName(name) && secretValue(value, false) ? m.slice(0, m.length - value.length - q.length) + hide(value) + q : m), text),
-  "xml-element": (text, hide = plain) => XML_SECRETS.reduce((out, re) => out.replace(re, (m, ...args) => {
-    const { head, name, value } = args.at(-1) as Record<string, string>, v = value.trim();
-    return secretName(name) && secretValue(v, false) ? head + value.replace(v, () => hide(v)) + m.slice(head.length + value.length) : m;
-  }), text),
+  "config-set": [/\b((?:setx|set(?:[ \t]+-[A-Za-z]+)+|launchctl[ \t]+setenv|(?:npm|yarn|pnpm)[ \t]+config[ \t]+set|aws[ \t]+configure[ \t]+set|git[ \t]+config(?:[ \t]+--(?:global|local|system))?|(?<gh>gh[ \t]+secret[ \t]+set))[ \t]+("?)(?<name>[^\s"=]+)\3(?:[ \t]+(?:-b|--body))?[ \t]+)(\\"[^"\r\n]*\\"|'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g, (v, { gh, name }) => (gh || secretName(name!)) && secretValue(v, true) ? v : undefined], // A command that sets a named value (fish's `set -x` too; `gh secret set`, whose every value is a secret).
+  "quoted-argument": [[/(?<![\w-])(\\?["'](?<name>[A-Za-z_][\w.-]*)\\?["'][ \t]*,[ \t]*(\\?["']))([^"'\r\n\\]{1,200})(?=\3[ \t]*[),\]])/g, /(?<![\w-])((?<name>[A-Za-z_]\w*)[ \t]*\([ \t]*(\\?["']))([^"'\r\n\\]{1,200})(?=\3[ \t]*\))/g], (v, { name }) => secretName(name!) && secretValue(v, false) ? v : undefined], // `Setenv("DB_PASSWORD", "…")`, `setPassword("…")`
+  "xml-element": [XML_SECRETS, (raw, { name }) => secretName(name!) && secretValue(raw.trim(), false) ? raw.trim() : undefined],
+  "expect-send": (text, hide = plain) => text.replace(EXPECT_SEND, (m, head: string, _q, value: string, tail: string, at: number) => { // expect's `send "…\\r"` answering a password prompt
+    const prompt = text.slice(Math.max(0, at - 200), at).split(/\bexpect\b/).at(-1)!; // since the last `expect`
+    return /assword|passphrase|passcode|secret|token|\bpin\b/i.test(prompt) && secretValue(value, true) ? head + hide(value) + tail : m;
+  }),
+  "storage-account-key": (text, hide = plain) => text.replace(STORAGE_KEY, (m, head: string, key: string, at: number) => { // `az storage account keys list`: a 64-byte base64 `value` beside a `keyName`
+    const [before, after] = [text.slice(Math.max(0, at - 400), at), text.slice(at, at + m.length + 400)];
+    return /keyName/.test(before.slice(before.lastIndexOf("{") + 1) + after.slice(0, after.indexOf("}") >>> 0)) ? head + hide(key) : m;
+  }),
   assignment: (text, hide = plain) => redactAssignments(text, hide),
 };
-// deno-fmt-ignore: the shapes of the rules written as code; a key-like name is `snake_case`, `kebab-case` or `camelCase`
-const [COOKIE, CURL_COOKIE, CONFIG_SET, SECRET_OPTION, NAMED_VALUE, ...QUOTED_ARGUMENTS] = [
+const EXPECT_SEND = orAfterEscape(
+  /\b(send(?:[ \t]+-[-\w]+)*[ \t]+(\\?"))([^"\\\s]{1,200})((?:\\\\?[rn])*\2)/g,
+);
+const STORAGE_KEY = /(\\?"value\\?"[ \t]*:[ \t]*\\?")([A-Za-z0-9+/]{86}==)(?=\\?")/g;
+// deno-fmt-ignore: the shapes of the rules written as code
+const [COOKIE, CURL_COOKIE] = [
   /\b((set-)?cookie\\?["'`]?[ \t]*:[ \t]*\\?["'`]?)([^\r\n"'`\\]+)/gi,
   /(?<![\w-])((?:-b|--cookie)(?:[ \t]+|=)(\\?["']|))((?:(?!\2)[^\s"'\\])*=(?:(?!\2)[^\r\n"'\\])*)/g,
-  /\b((?:setx|set(?:[ \t]+-[A-Za-z]+)+|launchctl[ \t]+setenv|(?:npm|yarn|pnpm)[ \t]+config[ \t]+set|aws[ \t]+configure[ \t]+set|git[ \t]+config(?:[ \t]+--(?:global|local|system))?|(gh[ \t]+secret[ \t]+set))[ \t]+("?)([^\s"=]+)\3(?:[ \t]+(?:-b|--body))?[ \t]+)(\\"[^"\r\n]*\\"|'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g,
-  /(?<![\w-])(--?([A-Za-z][\w-]*)[ \t]+)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g,
-  /(?<![\w.-])([A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+|[a-z]+(?:[A-Z][a-z0-9]*)+)([ \t]+)([\w+/=~.-]{8,})(?![\w+/=~.-])/g,
-  /(?<![\w-])\\?["']([A-Za-z_][\w.-]*)\\?["'][ \t]*,[ \t]*(\\?["'])([^"'\r\n\\]{1,200})\2(?=[ \t]*[),\]])/g,
-  /(?<![\w-])([A-Za-z_]\w*)[ \t]*\([ \t]*(\\?["'])([^"'\r\n\\]{1,200})\2(?=[ \t]*\))/g,
 ].map(orAfterEscape);
 const [VAULT_KV, KV_PAIR] = [
   orAfterEscape(/\bvault[ \t]+kv[ \t]+(?:put|patch)\b(?:[^\r\n|;&\\]|\\(?![nrt]))*/g),
   /(?<=[ \t])(\w[\w.-]*=)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g,
 ];
+const SMTP_AUTH = orAfterEscape(
+  /\b(AUTH[ \t]+PLAIN[ \t]+|334[ \t]+UGFzc3dvcmQ6[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*)([A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])/gi,
+);
 const HERE_STRING = /<<<[ \t]*('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g;
 /** Every credential rule by name, in the order they run. */
 export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = Object.fromEntries(
   Object.entries(RULES).map(([name, r]): [string, Rule] => {
     if (typeof r === "function") return [name, r];
-    const [shape, pick = (raw: string) => raw] = r instanceof RegExp ? [r] : r;
-    const re = orAfterEscape(shape);
-    if (r instanceof RegExp) return [name, (text, hide = plain) => text.replace(re, hide)];
-    return [name, (text, hide = plain) =>
-      text.replace(re, (m, head: string, raw: string) => {
-        const secret = pick(raw);
-        return secret === undefined ? m : head + hide(secret) + raw.slice(secret.length);
-      })];
+    if (r instanceof RegExp) return [name, (text, hide = plain) => text.replace(orAfterEscape(r), hide)];
+    const [shapes, pick = (raw: string) => raw] = r;
+    const res = [shapes].flat().map(orAfterEscape);
+    const replace = (text: string, re: RegExp, hide: Hide) =>
+      text.replace(re, (m: string, head: string, ...rest: unknown[]) => {
+        const groups = rest.at(-1), raw = m.slice(head.length);
+        const secret = pick(raw, typeof groups === "object" ? groups as Record<string, string> : {});
+        return secret === undefined ? m : head + raw.replace(secret, () => hide(secret));
+      });
+    return [name, (text, hide = plain) => res.reduce((out, re) => replace(out, re, hide), text)];
   }),
 );
 

@@ -16,14 +16,25 @@ const mb = (unit: string, size = SIZE) => repeated(unit, size);
 const marked = (c: string | [string, string]): [string, string] =>
   typeof c === "string" ? [c.replace(/[«»]/g, ""), c.replace(/«[^»]*»/g, REDACTED)] : c;
 
-Deno.test("redact: <private> spans go, even unclosed", () => {
-  assertEquals(redact("keep <private>my ssn 123</private> this"), "keep  this");
-  assertEquals(redact("a <PRIVATE note=1>x\ny</Private> b"), "a  b");
-  assertEquals(redact("start <private>never closed"), "start ");
-});
-
-Deno.test("redact: obvious credentials", () => {
+Deno.test("redact: exactly the «marked» secrets go, the words around them stay; prose and code naming secrets stay", () => {
+  const putty = (version: number, lines: string[]) =>
+    [
+      `PuTTY-User-Key-File-${version}: ssh-ed25519`,
+      "Encryption: none",
+      "Comment: eddsa-key-20240101",
+      "Public-Lines: 2",
+      "AAAAC3NzaC1lZDI1NTE5AAAAIKq5mS0v6eN8m3xWcY1Qp0nB4rT7uVzJ2dLhF9aK",
+      "XoE=",
+      `Private-Lines: ${lines.length}`,
+      ...lines,
+      "Private-MAC: 7c3f0e9b2a1d4c5e6f708192a3b4c5d6e7f8091a",
+    ].join("\n");
+  const key = ["AAAAIFp3bQ9xKc2vT8mN1rY6sW4eL0uH7jG5dA3fB9zQyXoP", "Zq8Rt6Wv3Yx1Bc7Nd0Hj5Gq=="];
+  const sha = "$6$rounds=5000$Zx9q8w7e$Zx9q8w7e6r5t4y3u2i1o0pAsDfGhJkLzXcVbNm.Q/1234567890abcdefghij";
   const cases: (string | [string, string])[] = [
+    ["keep <private>my ssn 123</private> this", "keep  this"], // <private> spans go, even unclosed
+    ["a <PRIVATE note=1>x\ny</Private> b", "a  b"],
+    ["start <private>never closed", "start "],
     "key «sk-abcdefghijklmnopqrstuv12» end",
     "«sk-ant-api03-abcdefghijklmnopqrstuvwx»",
     "aws «AKIAIOSFODNN7EXAMPLE» here",
@@ -40,8 +51,105 @@ Deno.test("redact: obvious credentials", () => {
     "export GITHUB_TOKEN=«abc»",
     "«-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----»",
     "«-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blb»",
+    "a\n«-----BEGIN EC PRIVATE KEY-----\nMHcC\n-----END RSA PRIVATE KEY-----\nz»",
+    "k «-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----» and «-----BEGIN PRIVATE KEY-----\ny»",
+    ["x <private>a</private> y <private>b", "x  y "],
+    ["x <private <b>hidden</b> and all after", "x "],
+    "A=1\r\n\r\n  API_KEY = «abc def»\r\nexport DB_TOKEN=«x»\r\nTOKEN_COUNT\r\n=5\r\n", // a value on the next line is not the key's
+    "MY_SECRET_VALUE_2=«s3»\nPATH=/bin",
+    "my password is «hunter2»",
+    "the password is: «correcthorsebatterystaple»",
+    "mysql -u root -p«MyS3cretPw» db",
+    "mysqldump -h db -u app -p«'Tr0ub4dor&3'» shop > shop.sql",
+    "unlock it with passphrase «Tr0ub4dor&3» please",
+    "my api key is «7f3a9b2c4d5e6f708192a3b4c5d6e7f8».",
+    "Passwort: «Sommer2024!Blau»",
+    "мой пароль от сервера «Qwerty2024!Zima», почему?",
+    "'Authorization: Token «token=\"Rails7TokenAbc123\"»'",
+    'Authorization: Digest «username="me", response="6629fae4"»',
+    "db:\n  password: |\n    «YamlBlock9SecretQ»\n  user: app",
+    "<Password>«IisPass7Word9x»</Password>",
+    "redis-cli -a «R3disPassw0rdXq» ping",
+    "my password is «пароль123», mi contraseña es «Mañana99»",
+    "Пароль от личного кабинета: «Hunter2x»",
+    "Passwort für die DB: «Hunter2x»",
+    "The password for staging: «Hunter2x»",
+    "the password for `admin` is «Hunter2x»",
+    'das Passwort für "root" ist «Hunter2x»',
+    "Пароль — «Hunter2x»; password - «Hunter2x»",
+    "password: |2 # db\n\n  «Hunter2xSecret»",
+    "<key>Password</key>\n\t<string>«Hunter2xSecret»</string>",
+    "<password><![CDATA[«Hunter2x&<»]]></password>",
+    '<add key="Password" value="«Hunter2x»"/>',
+    '<property name="password" value="«Hunter2x»"/>',
+    "smbclient //srv/share -U 'DOM\\alice%«S3cret!»'",
+    "smbclient -L srv -Ualice%«S3cretPw»",
+    "Cookie: session_id=«9f8e7d6c5b4a39281706»; theme=«dark»",
+    "Set-Cookie: sid=«Q2xvdWRGbGFyZQ9f8e»; Path=/; Expires=Wed, 21 Oct 2026 07:28:00 GMT; HttpOnly",
+    "curl -H 'cookie: sessionid=«abc123def456»' https://x.test",
+    '{"Cookie": "session_id=«9f8e7d6c5b4a»"}',
+    '"GET / HTTP/1.1\\nCookie: sid=«9f8e7d6c5b4a»\\n"',
+    "bot token «123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0» here",
+    "curl https://api.telegram.org/bot«1234567890:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDs-_0»/getMe",
+    "password：«Hunter2Rover»",
+    "密码：«Hunter2Rover»，谢谢",
+    "我的密码: «Hunter2Rover».",
+    "新しいパスワード：«Tr0ub4dor&3»",
+    "비밀번호: «Hunter2Rover»",
+    "Пароль: «Hunter2Rover»",
+    [putty(3, key.slice(0, 1)), putty(3, [REDACTED])],
+    [putty(2, key), putty(2, key).replace(key.join("\n"), REDACTED)],
+    [JSON.stringify(putty(2, key)), JSON.stringify(putty(2, key).replace(key.join("\n"), REDACTED))],
+    "db_password=«x» and then more words", // an assignment's value goes, not the words after it
+    "DB_PASSWORD=«Tr0ub4dor» then run make",
+    "export API_TOKEN=«Zq8Rt6Wv» ./deploy.sh --prod",
+    '{"cmd": "x\\nDB_PASSWORD=«hunter2» make test"}',
+    `usermod -p '«${sha}»' alice`, // a crypt(3) hash, quoted, in a shadow line, in JSON
+    `root:«${sha}»:19000:0:99999:7:::`,
+    JSON.stringify({ shadow: `root:«${sha}»:19000` }),
+    "«$2b$12$KIXQJ7h1zL2rVbXoV1Yt5uC3m8F9aG0eH4iJ5kL6mN7oP8qR9sT0u» ok",
+    "«$y$j9T$F5Jx5fExrKuPp53xLKQ..1$X3DX6M94c7o.9agCG9G317fhZg9SqC.5i5rd.RhAtQ7»",
+    "«$argon2id$v=19$m=65536,t=3,p=4$c29tZXNhbHQ$RdescudvJCsgt3ub+b+dWRWJTmaaJObG»",
+    "key «AKIA\u200bIOSFODNN7\u200dEXAMPLE» ok", // an invisible character inside a word is dropped first
+    ["soft\u00adhyphen and \u200b alone", "softhyphen and \u200b alone"],
+    JSON.stringify({ cmd: "curl https://api.example.com \\\n-u admin:«Hunter2xQ9» -X POST" }), // at a JSON line's start
   ];
   for (const [input, expected] of cases.map(marked)) assertEquals(redact(input), expected, input);
+  const prose = [
+    "the password is wrong",
+    "my password is too short",
+    "the secret to this is patience, and the password was rejected",
+    "the token limit is 4096; each token is about four characters",
+    "mysql -u root -p db",
+    "mysql -p$MYSQL_PWD db",
+    "docker run -p 8080:80 nginx",
+    "docker login -u me -p $REGISTRY_PASSWORD",
+    "pg_dump -p 5432 db and grep -pattern",
+    "the password for prod is wrong, the password for user42 was reset",
+    "Das Passwort ist falsch. Das Passwort für die Datenbank ist geändert. La contraseña es mañana.",
+    "пароль от сервера неверный; mi contraseña es incorrecta; le mot de passe est erroné",
+    "パスワードが違います。비밀번호는 틀렸어요. 密码是什么？",
+    "redis-cli -a $REDIS_PASS ping; ssh-keygen -N '' -f k; zip -P \"$ZIP_PASS\" a.zip; smbclient -U admin",
+    "description: |\n  Some text\npassword: |\n  $DB_PASSWORD",
+    "<Password>******</Password> and <Name>Tr0ub4dor3x</Name>",
+    "Authorization: Token $API_TOKEN",
+    "<passwordEncoder>bcrypt</passwordEncoder> <auth>required</auth> <password-policy>strict</password-policy>",
+    "la clave de caché es sha256; La clave es HTTP2; palabra clave: async2",
+    "ショートカットキー: Ctrl+S; 키: Enter",
+    "the cookie: chocolate chip, and a Cookie: header names them",
+    "Set-Cookie: is sent by the server",
+    "call 12345678:90 at noon",
+    "密码：不对",
+    "密码: 忘了",
+    "пароль: забыл",
+    "password：wrong",
+    "Private-Lines: is a PuTTY field",
+    "a mention of <private with no end",
+    "vault kv get -field=password secret/app", // a secret's name as an option's value is none
+    'expect "password:" ; send "$pw\\r"', // the quote after a key in a string closes it, opens no value
+    "say 'token=' then 'x y'",
+  ];
+  for (const t of prose) assertEquals(redact(t), t);
 });
 
 /**
@@ -94,25 +202,6 @@ Deno.test("redact: ordinary code and prose hold no secret and are left as they a
     assertEquals(redact(NOT_SECRETS.join(eol)), NOT_SECRETS.join(eol));
   }
   assertEquals(redact(JSON.stringify(NOT_SECRETS)), JSON.stringify(NOT_SECRETS));
-});
-
-Deno.test("redact: .env lines, also CRLF and after blank lines; a value on the next line is not the key's", () => {
-  assertEquals(
-    redact("A=1\r\n\r\n  API_KEY = abc def\r\nexport DB_TOKEN=x\r\nTOKEN_COUNT\r\n=5\r\n"),
-    `A=1\r\n\r\n  API_KEY = ${REDACTED}\r\nexport DB_TOKEN=${REDACTED}\r\nTOKEN_COUNT\r\n=5\r\n`,
-  );
-  assertEquals(redact("MY_SECRET_VALUE_2=s3\nPATH=/bin"), `MY_SECRET_VALUE_2=${REDACTED}\nPATH=/bin`);
-});
-
-Deno.test("redact: an unclosed private key block is redacted to the end; an unended <private> hides the rest", () => {
-  const cases: (string | [string, string])[] = [
-    "a\n«-----BEGIN EC PRIVATE KEY-----\nMHcC\n-----END RSA PRIVATE KEY-----\nz»",
-    "k «-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----» and «-----BEGIN PRIVATE KEY-----\ny»",
-    ["x <private>a</private> y <private>b", "x  y "],
-    ["x <private <b>hidden</b> and all after", "x "],
-    ["a mention of <private with no end", "a mention of <private with no end"],
-  ];
-  for (const [input, expected] of cases.map(marked)) assertEquals(redact(input), expected, input);
 });
 
 Deno.test("redact: every rule is linear — 128 KB of its worst case in well under 400 ms each", () => {
@@ -227,6 +316,11 @@ Deno.test("redact: every rule is linear — 128 KB of its worst case in well und
     "redis-cli and a line that never has -a": "redis-cli" + mb(" -"),
     "smbclient users without %": mb("smbclient -U a"),
     "Terraform heads": mb("abcdefghijklmn.atlasv1."),
+    "expect sends after a password prompt, never closed": 'expect "password:" ' + mb('send "a'),
+    "SMTP AUTH PLAIN, chained": mb("AUTH PLAIN "),
+    "sudo -S here-strings, chained": mb("sudo -S <<< a "),
+    "storage key values beside a keyName, chained": '{"keyName": "key1", ' +
+      mb('"value": "' + "A".repeat(86) + "="),
     "a base64 run of secret words": btoa(mb("token=ab ", SIZE * 3 / 4)),
     "a base64 run of plain words, wrapped twice": btoa(btoa(mb("plain words ", SIZE / 4))),
     "base64 lines of 76, never decoding": mb("A".repeat(76) + "\n"),
@@ -262,6 +356,11 @@ Deno.test("redact: every rule is linear — 128 KB of its worst case in well und
     "secret-named options, chained": mb("--token a1 "),
     "key-like names and values, chained": mb("db_token a1b2c3d4e5 "),
     "here-strings after a secret's name": "token " + mb("<<< a1 "),
+    // cookies, labels, PuTTY keys, Telegram tokens
+    cookies: mb("Cookie: a=b; "),
+    labels: mb("密码：密码："),
+    putty: mb("Private-Lines: 1\nAAAA"),
+    telegram: mb("123456789:"),
   };
   assertLinear("redact", redact, cases, BOUND_MS);
 });
@@ -330,67 +429,6 @@ Deno.test("redact: a bare base64 run is an AWS secret only beside an AWS key id"
   assertEquals(redact(key), key, "no id, no AWS secret");
 });
 
-Deno.test("redact: an invisible character inside an ASCII word is dropped, so no shape misses what it hides", () => {
-  assertEquals(redact("key AKIA\u200bIOSFODNN7\u200dEXAMPLE ok"), `key ${REDACTED} ok`);
-  assertEquals(redact("soft\u00adhyphen and \u200b alone"), "softhyphen and \u200b alone");
-});
-
-Deno.test("redact: a password a sentence gives without quotes, and mysql's -p<password>, go; prose stays", () => {
-  const cases: (string | [string, string])[] = [
-    "my password is «hunter2»",
-    "the password is: «correcthorsebatterystaple»",
-    "mysql -u root -p«MyS3cretPw» db",
-    "mysqldump -h db -u app -p«'Tr0ub4dor&3'» shop > shop.sql",
-    "unlock it with passphrase «Tr0ub4dor&3» please",
-    "my api key is «7f3a9b2c4d5e6f708192a3b4c5d6e7f8».",
-    "Passwort: «Sommer2024!Blau»",
-    "мой пароль от сервера «Qwerty2024!Zima», почему?",
-    "'Authorization: Token «token=\"Rails7TokenAbc123\"»'",
-    'Authorization: Digest «username="me", response="6629fae4"»',
-    "db:\n  password: |\n    «YamlBlock9SecretQ»\n  user: app",
-    "<Password>«IisPass7Word9x»</Password>",
-    "redis-cli -a «R3disPassw0rdXq» ping",
-    "my password is «пароль123», mi contraseña es «Mañana99»",
-    "Пароль от личного кабинета: «Hunter2x»",
-    "Passwort für die DB: «Hunter2x»",
-    "The password for staging: «Hunter2x»",
-    "the password for `admin` is «Hunter2x»",
-    'das Passwort für "root" ist «Hunter2x»',
-    "Пароль — «Hunter2x»; password - «Hunter2x»",
-    "password: |2 # db\n\n  «Hunter2xSecret»",
-    "<key>Password</key>\n\t<string>«Hunter2xSecret»</string>",
-    "<password><![CDATA[«Hunter2x&<»]]></password>",
-    '<add key="Password" value="«Hunter2x»"/>',
-    '<property name="password" value="«Hunter2x»"/>',
-    "smbclient //srv/share -U 'DOM\\alice%«S3cret!»'",
-    "smbclient -L srv -Ualice%«S3cretPw»",
-  ];
-  for (const [input, expected] of cases.map(marked)) assertEquals(redact(input), expected, input);
-  const prose = [
-    "the password is wrong",
-    "my password is too short",
-    "the secret to this is patience, and the password was rejected",
-    "the token limit is 4096; each token is about four characters",
-    "mysql -u root -p db",
-    "mysql -p$MYSQL_PWD db",
-    "docker run -p 8080:80 nginx",
-    "docker login -u me -p $REGISTRY_PASSWORD",
-    "pg_dump -p 5432 db and grep -pattern",
-    "the password for prod is wrong, the password for user42 was reset",
-    "Das Passwort ist falsch. Das Passwort für die Datenbank ist geändert. La contraseña es mañana.",
-    "пароль от сервера неверный; mi contraseña es incorrecta; le mot de passe est erroné",
-    "パスワードが違います。비밀번호는 틀렸어요. 密码是什么？",
-    "redis-cli -a $REDIS_PASS ping; ssh-keygen -N '' -f k; zip -P \"$ZIP_PASS\" a.zip; smbclient -U admin",
-    "description: |\n  Some text\npassword: |\n  $DB_PASSWORD",
-    "<Password>******</Password> and <Name>Tr0ub4dor3x</Name>",
-    "Authorization: Token $API_TOKEN",
-    "<passwordEncoder>bcrypt</passwordEncoder> <auth>required</auth> <password-policy>strict</password-policy>",
-    "la clave de caché es sha256; La clave es HTTP2; palabra clave: async2",
-    "ショートカットキー: Ctrl+S; 키: Enter",
-  ];
-  for (const t of prose) assertEquals(redact(t), t);
-});
-
 Deno.test("redact: a secret recognised once is redacted wherever it recurs in the texts that share `seen`", () => {
   const seen = new Set<string>();
   assertEquals(redact("my password is 'hunter2-Horse'", seen), `my password is '${REDACTED}'`);
@@ -454,58 +492,6 @@ Deno.test("redact: a <private> span's content (each line, ≥ 6 characters) is l
   assertEquals(none.size, 0);
 });
 
-Deno.test("redact: cookie headers, Telegram bot tokens, fullwidth and non-English password labels, PuTTY keys", () => {
-  const putty = (version: number, lines: string[]) =>
-    [
-      `PuTTY-User-Key-File-${version}: ssh-ed25519`,
-      "Encryption: none",
-      "Comment: eddsa-key-20240101",
-      "Public-Lines: 2",
-      "AAAAC3NzaC1lZDI1NTE5AAAAIKq5mS0v6eN8m3xWcY1Qp0nB4rT7uVzJ2dLhF9aK",
-      "XoE=",
-      `Private-Lines: ${lines.length}`,
-      ...lines,
-      "Private-MAC: 7c3f0e9b2a1d4c5e6f708192a3b4c5d6e7f8091a",
-    ].join("\n");
-  const key = ["AAAAIFp3bQ9xKc2vT8mN1rY6sW4eL0uH7jG5dA3fB9zQyXoP", "Zq8Rt6Wv3Yx1Bc7Nd0Hj5Gq=="];
-  const cases: (string | [string, string])[] = [
-    "Cookie: session_id=«9f8e7d6c5b4a39281706»; theme=«dark»",
-    "Set-Cookie: sid=«Q2xvdWRGbGFyZQ9f8e»; Path=/; Expires=Wed, 21 Oct 2026 07:28:00 GMT; HttpOnly",
-    "curl -H 'cookie: sessionid=«abc123def456»' https://x.test",
-    '{"Cookie": "session_id=«9f8e7d6c5b4a»"}',
-    '"GET / HTTP/1.1\\nCookie: sid=«9f8e7d6c5b4a»\\n"',
-    "bot token «123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0» here",
-    "curl https://api.telegram.org/bot«1234567890:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDs-_0»/getMe",
-    "password：«Hunter2Rover»",
-    "密码：«Hunter2Rover»，谢谢",
-    "我的密码: «Hunter2Rover».",
-    "新しいパスワード：«Tr0ub4dor&3»",
-    "비밀번호: «Hunter2Rover»",
-    "Пароль: «Hunter2Rover»",
-    [putty(3, key.slice(0, 1)), putty(3, [REDACTED])],
-    [putty(2, key), putty(2, key).replace(key.join("\n"), REDACTED)],
-    [JSON.stringify(putty(2, key)), JSON.stringify(putty(2, key).replace(key.join("\n"), REDACTED))],
-  ];
-  for (const [input, expected] of cases.map(marked)) assertEquals(redact(input), expected, input);
-  const prose = [
-    "the cookie: chocolate chip, and a Cookie: header names them",
-    "Set-Cookie: is sent by the server",
-    "call 12345678:90 at noon",
-    "密码：不对",
-    "密码: 忘了",
-    "пароль: забыл",
-    "password：wrong",
-    "Private-Lines: is a PuTTY field",
-  ];
-  for (const t of prose) assertEquals(redact(t), t);
-  assertLinear("redact", redact, {
-    cookies: mb("Cookie: a=b; "),
-    labels: mb("密码：密码："),
-    putty: mb("Private-Lines: 1\nAAAA"),
-    telegram: mb("123456789:"),
-  }, BOUND_MS);
-});
-
 Deno.test("redact: a variation selector or Hangul filler inside a token does not hide it", () => {
   const token = ["ghp_", "ZX7DfL3FuoXmsC4vynNdwifV0xbWhEpIjsXU"].join("");
   for (const c of ["\ufe00", "\ufe0f", "\u{e0100}", "\u3164", "\u{e0041}"]) {
@@ -562,11 +548,6 @@ Deno.test("redact: a credential wrapped in base64 goes whole; base64 of plain te
   for (const t of plain) assertEquals(redact(`data ${t} end`), `data ${t} end`);
 });
 
-Deno.test("redact: curl's -u password at the start of a line of pasted JSON goes too", () => {
-  const text = JSON.stringify({ cmd: "curl https://api.example.com \\\n-u admin:Hunter2xQ9 -X POST" });
-  assertEquals(redact(text), text.replace("Hunter2xQ9", REDACTED));
-});
-
 Deno.test("redact: with `keep`, prints are looked for about as far as is kept, not in the whole text", () => {
   const text = "a".repeat(1 << 20);
   const whole = new NearPrint(secretPrint("aaaaaa"));
@@ -598,33 +579,4 @@ Deno.test("redact: with `keep`, the result is a prefix of the whole result, even
       assertTrue(head === whole || head.trim().length > keep, `keep ${keep}: too short`);
     }
   }
-});
-
-Deno.test("redact: an assignment's value goes, not the words after it; a secret's name as an option's value is none", () => {
-  const cases: [string, string][] = [
-    ["vault kv get -field=password secret/app", "vault kv get -field=password secret/app"],
-    ["db_password=x and then more words", `db_password=${REDACTED} and then more words`],
-    ["DB_PASSWORD=Tr0ub4dor then run make", `DB_PASSWORD=${REDACTED} then run make`],
-    ["export API_TOKEN=Zq8Rt6Wv ./deploy.sh --prod", `export API_TOKEN=${REDACTED} ./deploy.sh --prod`],
-    ['{"cmd": "x\\nDB_PASSWORD=hunter2 make test"}', `{"cmd": "x\\nDB_PASSWORD=${REDACTED} make test"}`],
-    // a key inside a string (`"password:"`): the quote after it closes that string, it opens no value
-    ['expect "password:" ; send "$pw\\r"', 'expect "password:" ; send "$pw\\r"'],
-    ["say 'token=' then 'x y'", "say 'token=' then 'x y'"],
-    // a spaced `=` is an ini or .env line: the value runs to the line's end
-    ["API_KEY = abc def", `API_KEY = ${REDACTED}`],
-  ];
-  for (const [input, expected] of cases) assertEquals(redact(input), expected, input);
-});
-
-Deno.test("redact: a crypt(3) hash goes wherever it sits: quoted, in a shadow line, in JSON", () => {
-  const sha = "$6$rounds=5000$Zx9q8w7e$Zx9q8w7e6r5t4y3u2i1o0pAsDfGhJkLzXcVbNm.Q/1234567890abcdefghij";
-  const cases: [string, string][] = [
-    [`usermod -p '${sha}' alice`, `usermod -p '${REDACTED}' alice`],
-    [`root:${sha}:19000:0:99999:7:::`, `root:${REDACTED}:19000:0:99999:7:::`],
-    [JSON.stringify({ shadow: `root:${sha}:19000` }), JSON.stringify({ shadow: `root:${REDACTED}:19000` })],
-    ["$2b$12$KIXQJ7h1zL2rVbXoV1Yt5uC3m8F9aG0eH4iJ5kL6mN7oP8qR9sT0u ok", `${REDACTED} ok`],
-    ["$y$j9T$F5Jx5fExrKuPp53xLKQ..1$X3DX6M94c7o.9agCG9G317fhZg9SqC.5i5rd.RhAtQ7", REDACTED],
-    ["$argon2id$v=19$m=65536,t=3,p=4$c29tZXNhbHQ$RdescudvJCsgt3ub+b+dWRWJTmaaJObG", REDACTED],
-  ];
-  for (const [input, expected] of cases) assertEquals(redact(input), expected, input);
 });

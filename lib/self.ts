@@ -137,32 +137,8 @@ export function commandName(env: Env = processEnv()): string {
   return checkoutTask(checkoutRoot());
 }
 
-/**
- * The words that run openviking-kimi once a last purge removed our copies and command: this binary when it
- * lives elsewhere, else the checkout (this one, or the one the running copy was built from) while it is
- * there; else the name an install places, which "install again" in the purge's notes puts back.
- */
-export function commandAfterPurge(env: Env = processEnv()): string {
-  const copy = copyDir();
-  if (isCompiled()) {
-    return inIntegration(Deno.execPath(), env) ? "openviking-kimi" : quotePath(Deno.execPath());
-  }
-  const root = copy ? copySource(copy) : checkoutRoot();
-  return root && realPath(joinPath(root, "deno.json")) ? checkoutTask(root) : "openviking-kimi";
-}
-
 /** The words that run the checkout at `root`. */
 const checkoutTask = (root: string) => `deno task -q --config ${quotePath(joinPath(root, "deno.json"))} cli`;
-
-/** The checkout an installed copy was built from, as its copy.json records it. */
-function copySource(dir: string): string | undefined {
-  try {
-    const { source } = JSON.parse(Deno.readTextFileSync(joinPath(dir, COPY_FILES.info))) as {
-      source?: unknown;
-    };
-    return typeof source === "string" && source !== "" ? source : undefined;
-  } catch { /* no record: a hand-made copy */ }
-}
 
 /** Whether `path` really lies inside our integration directory (copies, the installed binary, the launcher). */
 function inIntegration(path: string, env: Env): boolean {

@@ -13,7 +13,7 @@ export type Failure =
   | { kind: "stalled"; ms: number } // the reply started, then not a byte (not even a keep-alive) for `ms`
   | { kind: "deadline"; ms: number } // headers, body and SSE reconnections did not end within their limit
   | { kind: "too-large"; limitBytes: number; part: "reply" | "event" | "stream" }
-  | { kind: "too-deep"; levels: number } // arrays and objects nested deeper than the proxy walks
+  | { kind: "too-deep"; levels: number }
   | { kind: "auth"; status: number; serverMessage: string }
   | { kind: "http"; status: number; serverMessage: string }
   | { kind: "redirect"; status: number; location: string } // to another origin, not followed
@@ -29,7 +29,6 @@ export type ErrorContext = Pick<Config, Shown | "user" | "apiKey">;
 type Words<F> = (f: F, url: string, ctx: ErrorContext) => string;
 type Kind = Exclude<Failure["kind"], "aborted">; // an aborted request is not answered
 
-/** Where the URL was configured, in words. */
 function urlSource({ credentialSource: src, cliConfigPath: cli, ovConfigPath: ov }: ErrorContext): string {
   if (src === "env") return "the environment (OPENVIKING_URL / OPENVIKING_MCP_URL)";
   if (src === "ovcli.conf") return `"url" in ${cli}`;
@@ -41,8 +40,11 @@ function urlSource({ credentialSource: src, cliConfigPath: cli, ovConfigPath: ov
 function keyFix({ apiKeySource: src, cliConfigPath: cli, ovConfigPath: ov }: ErrorContext): string[] {
   const reread = `the proxy re-reads ${cli} on the next call, no restart needed`;
   if (src === "none") {
-    const fix = `Add "api_key" to ${cli} (or set OPENVIKING_API_KEY for the MCP server); ${reread}.`;
-    return ["no API key is configured", fix, cli];
+    return [
+      "no API key is configured",
+      `Add "api_key" to ${cli} (or set OPENVIKING_API_KEY for the MCP server); ${reread}.`,
+      cli,
+    ];
   }
   const variable = src.startsWith("env ") ? src.slice(4) : "";
   if (variable) {
@@ -59,14 +61,9 @@ function keyFix({ apiKeySource: src, cliConfigPath: cli, ovConfigPath: ov }: Err
 const AGAIN = "`openviking-kimi doctor` says what is wrong. The tools work again as soon as the server " +
   "answers; no restart needed.";
 const RETRY = "Retry the call; if it keeps happening, check the server's log.";
-/** The kinds of each error code in JSON-RPC's server-error range, from -32001 (auth) to -32005 (too large). */
-const CODE_KINDS = ["auth", "http redirect bad-reply", "empty", "", "too-large too-deep"].map((k) =>
-  k.split(" ")
-);
-function codeOf(kind: Kind): number {
-  const at = CODE_KINDS.findIndex((kinds) => kinds.includes(kind));
-  return at < 0 ? -32004 : -32001 - at; // -32004: the network's (unreachable, paused, timed out, stalled, cut)
-}
+/** JSON-RPC server-error codes by kind; every other kind is the network's (-32004). */
+// deno-fmt-ignore
+const CODES: Partial<Record<Kind, number>> = { auth: -32001, http: -32002, redirect: -32002, "bad-reply": -32002, empty: -32003, "too-large": -32005, "too-deep": -32005 };
 
 /** The words of the error answering each kind of failure. */
 const WORDS: { [K in Kind]: Words<Extract<Failure, { kind: K }>> } = {
@@ -127,21 +124,15 @@ const WORDS: { [K in Kind]: Words<Extract<Failure, { kind: K }>> } = {
     `OpenViking sent a reply that is not JSON-RPC (HTTP ${f.status}). Check that ${url} is an MCP endpoint.`,
 };
 
-/** The error answering a failed exchange; API keys and URL user info never appear in it. */
+/** The error answering a failed exchange (data: the failure, the URL, a refused key's source); no key or userinfo. */
 export function failureError(id: RequestId, failure: Failure, ctx: ErrorContext): JSONRPCErrorResponse {
   const url = withoutUserinfo(ctx.mcpUrl);
   const kind = failure.kind as Kind;
   const message = (WORDS[kind] as Words<Failure>)(failure, url, ctx);
-  // The data: the failure's own fields (its kind first), the URL, and for a refused key where it came from.
   const more = kind === "auth" ? { credentialSource: ctx.apiKeySource, credentialPath: keyFix(ctx)[2] } : {};
-  return scrub(
-    { jsonrpc: "2.0", id, error: { code: codeOf(kind), message, data: { ...failure, ...more, url } } },
-    ctx.apiKey ? [ctx.apiKey] : [],
-  ) as JSONRPCErrorResponse;
+  const error = { code: CODES[kind] ?? -32004, message, data: { ...failure, ...more, url } };
+  return scrub({ jsonrpc: "2.0", id, error }, ctx.apiKey ? [ctx.apiKey] : []) as JSONRPCErrorResponse;
 }
 
-/** A byte bound in words: "16 MiB", "64 KiB" (the bounds are whole KiB). */
 const mebibytes = (n: number) => n >= 1 << 20 ? `${+(n / (1 << 20)).toFixed(1)} MiB` : `${n >> 10} KiB`;
-
-/** A duration in words: "15 s", "500 ms". */
 const seconds = (ms: number) => ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`;

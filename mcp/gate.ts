@@ -46,10 +46,7 @@ export function mapStrings(value: unknown, map: StringMap, key = "", parent = ""
 /** Base64 content (an image's `data`, a resource's `blob`): what neutralising leaves as it is, so skipped. */
 const BASE64 = /^[\w+/=\n-]*$/;
 
-/**
- * `message`'s result, error or params neutralised, strings and keys; a tool list (`catalog`) keeps what calls
- * must match: property names, each tool's `name`, each schema's `pattern`. `undefined`: too deep.
- */
+/** `message` neutralised but what a tool list's calls must match (`catalog`); `undefined`: too deep. */
 export function neutralized<T extends JSONRPCMessage>(message: T, catalog: boolean): T | undefined {
   const verbatim = (key: string, parent: string) =>
     catalog && (key === "pattern" || key === "name" && parent === "tools");
@@ -78,32 +75,24 @@ function redactedValues(values: readonly unknown[], prints?: ReadonlySet<string>
 }
 
 /**
- * `request` with the strings of its {@link REDACTED_PARAMS} redacted like captured text (a secret found once
- * hidden wherever it recurs; a field named for a secret whole), and every secret of `prints` (the sessions'
- * captures found) too. `undefined`: nested too deep.
+ * The model's or user's words in `message` redacted like captured text, `prints` too: a request's
+ * {@link REDACTED_PARAMS}, or a client's reply to a server's request (sampling, elicitation). `undefined`: too deep.
  */
-export function redactedCall(
-  request: JSONRPCRequest,
-  prints?: ReadonlySet<string>,
-): JSONRPCRequest | undefined {
-  const params = request.params;
-  const named = Object.hasOwn(REDACTED_PARAMS, request.method) ? REDACTED_PARAMS[request.method] : [];
-  const keys = named.filter((k) => isRecord(params) && k in params);
-  if (!isRecord(params) || keys.length === 0) return request;
-  const values = redactedValues(keys.map((k) => params[k]), prints);
-  if (!values) return undefined;
-  return { ...request, params: { ...params, ...Object.fromEntries(keys.map((k, i) => [k, values[i]])) } };
-}
-
-/**
- * The client's reply to a server's request (a sampling completion, an elicited answer: the model's or the
- * user's words) with its result's or error's strings redacted as {@link redactedCall}'s. `undefined`: too deep.
- */
-export function redactedReply<T extends JSONRPCResponse | JSONRPCError>(
-  reply: T,
+export function redacted<T extends JSONRPCRequest | JSONRPCResponse | JSONRPCError>(
+  message: T,
   prints?: ReadonlySet<string>,
 ): T | undefined {
-  const k = "result" in reply ? "result" : "error";
-  const [value] = redactedValues([(reply as Record<string, unknown>)[k]], prints) ?? [];
-  return value === undefined ? undefined : { ...reply, [k]: value };
+  const isRequest = "method" in message;
+  const holder = (isRequest ? message.params : message) as Record<string, unknown> | undefined;
+  const named = !isRequest
+    ? ["result" in message ? "result" : "error"]
+    : Object.hasOwn(REDACTED_PARAMS, message.method)
+    ? REDACTED_PARAMS[message.method]
+    : [];
+  const keys = named.filter((k) => isRecord(holder) && k in holder);
+  if (!isRecord(holder) || keys.length === 0) return message;
+  const values = redactedValues(keys.map((k) => holder[k]), prints);
+  if (!values) return undefined;
+  const fields = { ...holder, ...Object.fromEntries(keys.map((k, i) => [k, values[i]])) };
+  return (isRequest ? { ...message, params: fields } : fields) as T;
 }

@@ -23,7 +23,7 @@ import { type Config, keyFor } from "../openviking/config.ts";
 import { BUILTIN_TOOLS, offeredTools } from "../memory/tools.ts";
 import { type Failure, failureError } from "./errors.ts";
 import { readToolCache, validTools, writeToolCache } from "./tool-cache.ts";
-import { MAX_DEPTH, neutralized, REDACTED_PARAMS, redactedCall, redactedReply } from "./gate.ts";
+import { MAX_DEPTH, neutralized, redacted, REDACTED_PARAMS } from "./gate.ts";
 
 /** The production bounds (decision 44): times in ms; bytes as inflated, of a JSON body or SSE event, a stream. */
 export const PROXY_LIMITS = {
@@ -36,7 +36,7 @@ export const PROXY_LIMITS = {
 };
 type ProxyLimits = typeof PROXY_LIMITS;
 
-/** The most read of a body only the server's words are needed from (error pages, redirects). */
+/** The most read of an error page or redirect body. */
 const ERROR_BODY_BYTES = 64 * 1024;
 
 /** One exchange's time limits (ms): headers; a body or SSE stream without a byte; all. */
@@ -56,7 +56,7 @@ export function exchangeTiming(method: string, timeoutMs: number, limits = PROXY
     : { headersMs: timeoutMs, bodyIdleMs: timeoutMs, streamIdleMs: Math.max(timeoutMs, silence), totalMs };
 }
 
-/** What the proxy goes by: the loaded configuration and the actor peer ("": none). */
+/** The loaded configuration and the actor peer ("": none). */
 type ProxySettings = { config: Config; peerId: string };
 
 /** Protocol version sent before an initialize result told better (what OpenViking speaks). */
@@ -69,7 +69,6 @@ export function offlineProtocolVersion(asked: unknown): string {
   return known && asked <= DEFAULT_PROTOCOL_VERSION ? asked : DEFAULT_PROTOCOL_VERSION;
 }
 
-/** Why the server could not answer `initialize`, in words for the instructions. */
 function offlineReason(f: Failure): string {
   if (f.kind === "auth") return `refused the credentials (HTTP ${f.status})`;
   if ("status" in f) return `answered HTTP ${f.status} instead of an MCP result`;
@@ -86,7 +85,6 @@ export function networkCause(error: unknown): string {
 
 const idKey = (id: string | number) => `${typeof id}:${id}`;
 
-/** Resolves after `ms`, or at once when `signal` aborts. */
 const sleep = (ms: number, signal?: AbortSignal) => delay(ms, undefined, { signal }).catch(() => {});
 
 /** Resolves once every task settled, or after `ms`. */
@@ -96,10 +94,7 @@ async function settledWithin(tasks: Iterable<Promise<unknown>>, ms: number): Pro
   done.abort();
 }
 
-/**
- * `reload`: the settings afresh (a refused key); `send`: one message to the client; `toolCache`: its file ("":
- * none); `limits`: shorter bounds (tests); `paused`: the breaker is open; `prints`: the sessions' secret prints.
- */
+/** `reload`: settings afresh (a refused key); `send`: to the client; `paused`: the breaker is open. */
 export type ProxyOptions = {
   settings: ProxySettings;
   reload?: () => Promise<ProxySettings>;
@@ -111,7 +106,6 @@ export type ProxyOptions = {
   prints?: () => Promise<ReadonlySet<string>>;
 };
 
-/** What a request upstream came to: the server's response, or why there is none. */
 type Outcome = JSONRPCMessage | Failure;
 const failed = (out: Outcome): out is Failure => "kind" in out;
 
@@ -148,7 +142,6 @@ function refuse(entry: Pending | undefined, failure: Failure): Error {
 const gated = <T extends JSONRPCMessage>(message: T, catalog: boolean): T | Failure =>
   neutralized(message, catalog) ?? { kind: "too-deep", levels: MAX_DEPTH };
 
-/** The proxy: one upstream MCP session on behalf of one stdio client. */
 export class Proxy {
   settings: ProxySettings;
   private http!: StreamableHTTPClientTransport;
@@ -159,7 +152,6 @@ export class Proxy {
   private readonly toolSlots = slots(16);
   private readonly otherSlots = slots(8);
   private readonly limits: ProxyLimits;
-  /** Settles when every notification so far went upstream. */
   private barrier: Promise<void> = Promise.resolve();
   /** The client's initialize params, to initialise the server again; the server's answer to ours. */
   private clientInit: Record<string, unknown> | undefined;
@@ -183,7 +175,10 @@ export class Proxy {
   /** Handles one client message; returns once it is answered. */
   handle(message: JSONRPCMessage): Promise<void> {
     // A response to a request the server sent inside a stream: delivered now (the stream may wait for it).
-    if (!("method" in message)) return this.track(this.reply(message));
+    if (!("method" in message)) {
+      const reply = this.settings.config.redact ? this.redacted(message, "The client's reply") : message;
+      return this.track(Promise.resolve(reply).then((r) => this.forward(r)));
+    }
     return "id" in message ? this.track(this.request(message)) : Promise.resolve(this.notify(message));
   }
 
@@ -192,7 +187,6 @@ export class Proxy {
     if (this.pending.size === 0) void this.http?.close();
     const http = new StreamableHTTPClientTransport(new URL(this.settings.config.mcpUrl), {
       fetch: this.fetchBounded,
-      // OpenViking 0.5 keeps no event store: a stream that ended is not resumed, its request fails.
       reconnectionOptions: {
         initialReconnectionDelay: 0,
         maxReconnectionDelay: 0,
@@ -213,15 +207,12 @@ export class Proxy {
 
   /** The transport's fetch: our headers, bounded in time and bytes; a bound that stops a reply fails it. */
   private fetchBounded = async (url: string | URL, init: RequestInit = {}): Promise<Response> => {
-    // A key saved for another origin is not sent.
     const { config, peerId } = this.settings;
     const identity = { ...config, apiKey: keyFor(config, config.mcpUrl) };
     const headers = buildHeaders(identity, peerId, init.method === "POST");
     new Headers(init.headers).forEach((value, name) => headers.set(name, value));
     const entry = this.entryOf(init.body);
     const timing = entry?.timing ?? exchangeTiming("", this.settings.config.timeoutMs, this.limits);
-    // Giving up aborts the fetch until the headers came, then cancels the body: an abort of a fetch whose
-    // body is being read may leave the connection (and the server's stream) open.
     const giveUp = [init.signal, entry?.signal].filter((s): s is AbortSignal => s != null);
     const upstream = new AbortController();
     const abort = () => upstream.abort();
@@ -319,7 +310,6 @@ export class Proxy {
         const longest = Math.max(eventChars + events[0].length, ...events.slice(1).map((e) => e.length));
         eventChars = events.length > 1 ? events[events.length - 1].length : eventChars + text.length;
         if (longest > replyBytes) return fail({ kind: "too-large", limitBytes: replyBytes, part: "event" });
-        // Whole lines only, so the transport's parser never re-reads a long line chunk by chunk.
         const end = Math.max(text.lastIndexOf("\n"), text.lastIndexOf("\r"));
         if (end >= 0) controller.enqueue(encoder.encode(held + text.slice(0, end + 1)));
         held = end >= 0 ? text.slice(end + 1) : held + text;
@@ -485,7 +475,8 @@ export class Proxy {
       if (starting || await this.paused()) {
         return await this.options.send(await this.fallback(request, { kind: "paused" }));
       }
-      const outgoing = await this.outgoing(request);
+      const redacts = Object.hasOwn(REDACTED_PARAMS, request.method) && this.settings.config.redact;
+      const outgoing = redacts ? await this.redacted(request, "The arguments") : request;
       if (signal.aborted) return;
       if ("error" in outgoing) return await this.options.send(outgoing);
       entry.sent = true;
@@ -522,42 +513,22 @@ export class Proxy {
     }
   }
 
-  /** `request` as it goes upstream, the model's words redacted; else the error saying why not (never sent raw). */
-  private async outgoing(request: JSONRPCRequest): Promise<JSONRPCRequest | ReturnType<typeof failureError>> {
-    if (!Object.hasOwn(REDACTED_PARAMS, request.method) || !this.settings.config.redact) return request;
-    const refused = (message: string) => ({
-      jsonrpc: "2.0" as const,
-      id: request.id,
-      error: { code: -32602, message },
-    });
-    try {
-      const prints = await this.options.prints?.();
-      return redactedCall(request, prints) ??
-        refused(`Arguments nested deeper than ${MAX_DEPTH} levels.`);
-    } catch (error) {
-      this.options.log.stage("redact-failed", { error: String(error) });
-      return refused(
-        "Arguments could not be redacted, so they were not sent; shorten them and try again.",
-      );
-    }
-  }
-
-  /** The client's reply to a server's request, upstream with its words redacted; else an error saying why (never raw). */
-  private async reply(reply: JSONRPCResponse | JSONRPCError): Promise<void> {
-    if (!this.settings.config.redact) return await this.forward(reply);
-    const refused = (message: string): JSONRPCError => ({
+  /** `message` redacted (see {@link redacted}), else an error saying why (never sent raw). */
+  private async redacted<T extends JSONRPCRequest | JSONRPCResponse | JSONRPCError>(
+    message: T,
+    what: string,
+  ) {
+    const refused = (text: string): JSONRPCError => ({
       jsonrpc: "2.0",
-      id: reply.id,
-      error: { code: -32602, message },
+      id: message.id,
+      error: { code: -32602, message: `${what} ${text}` },
     });
     try {
-      const prints = await this.options.prints?.();
-      await this.forward(
-        redactedReply(reply, prints) ?? refused(`Reply nested deeper than ${MAX_DEPTH} levels.`),
-      );
+      return redacted(message, await this.options.prints?.()) ??
+        refused(`nested deeper than ${MAX_DEPTH} levels.`);
     } catch (error) {
       this.options.log.stage("redact-failed", { error: String(error) });
-      await this.forward(refused("The client's reply could not be redacted, so it was not sent."));
+      return refused("could not be redacted, so nothing was sent; try again with less.");
     }
   }
 
@@ -566,7 +537,6 @@ export class Proxy {
     [this.clientInit, this.ready, this.initReply] = [{ ...request.params }, false, undefined];
     const [generation, at] = [this.generation, Date.now()];
     const starting = await this.paused() ? undefined : this.ensureReady();
-    // With the recall breaker open, answered here at once.
     let failure = starting ? await this.startup(starting, at) : { kind: "timeout" as const, ms: 0 };
     if (failure?.kind === "auth" && await this.reloadCredentials(generation)) {
       failure = await this.ensureReady();
@@ -648,7 +618,6 @@ export class Proxy {
 
   /** Sends a notification or response upstream; failures are only logged (no one to answer). */
   private async forward(message: JSONRPCMessage): Promise<void> {
-    // The proxy sends its own after its initialize.
     if ("method" in message && message.method === "notifications/initialized") return;
     await this.ensureReady();
     await this.http.send(message).catch((e) =>

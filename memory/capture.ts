@@ -468,8 +468,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
 export async function captureHook(ctx: HookContext): Promise<HookResult> {
   if (ctx.event === "pre-compact" && ctx.promptPaths) {
     // The compacted context lost the injections: inject them again (with capture off too).
-    const reset = { profileInjected: false, injectedUris: [], compacted: true };
-    const reopen = (s: SessionState) => Promise.resolve({ state: { ...s, ...reset }, value: null });
+    const reopen = (s: SessionState) => Promise.resolve({ state: { ...s, injectedUris: [] }, value: null });
     await updateState(ctx.promptPaths, reopen, { waitMs: 1000 });
   }
   if (!ctx.config.autoCapture) return { outcome: "capture-off" };

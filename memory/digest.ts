@@ -1,4 +1,4 @@
-/** The injected text, server text in, SafeText out: the digest (profile rows, a line per memory), the profile block. */
+/** The injected text, server text in, SafeText out: the digest (a line per memory), the system prompt's profile block. */
 
 import { cutText, neutralize, PRINT_MAX_CHARS, printable, safe, SafeText } from "../lib/neutralize.ts";
 import { headWithin, unitsWithin } from "../lib/columns.ts";
@@ -9,9 +9,8 @@ import { byRank, isFolderSummary, type Memory } from "./memory.ts";
 export const DIGEST_OPEN = safe`<openviking-context>`;
 export const DIGEST_CLOSE = safe`</openviking-context>`;
 
-/** A memory line's text at most and at least, in columns; a profile row in columns, and the rows at most. */
+/** A memory line's text at most and at least, in columns. */
 const [LINE_TEXT_MAX, LINE_TEXT_MIN] = [220, 24];
-export const [PROFILE_ROW, PROFILE_ROWS] = [150, 6];
 
 /** A character's estimated tokens: a CJK one 1.5, any other a quarter. */
 const tokenWeight = (ch: string) => ch.codePointAt(0)! >= 0x3000 ? 1.5 : 0.25;
@@ -20,8 +19,8 @@ const tokenWeight = (ch: string) => ch.codePointAt(0)! >= 0x3000 ? 1.5 : 0.25;
 export const estimateTokens = (text: string): number =>
   Math.ceil(headWithin(text, Infinity, tokenWeight).used);
 
-/** The head of an untrusted text worth reading for a line of at most `max` (undefined: a profile's rows). */
-const head = (text: string, max?: number) => text.slice(0, 4 * (max ?? LINE_TEXT_MAX * PROFILE_ROWS) + 64);
+/** The head of an untrusted text worth reading for a line of at most `max` columns. */
+const head = (text: string, max = LINE_TEXT_MAX) => text.slice(0, 4 * max + 64);
 
 /** Untrusted text on one line as it is (a URI, a path): neutralised, blanks collapsed; cut to `max`. */
 function flatLine(text: string, max?: number): string {
@@ -65,39 +64,6 @@ export function digestLines(
     left -= line.length + 1;
   });
   return out;
-}
-
-/** A few rows of the profile (else its abstracts) within `maxChars`: a label, its lines joined with " · "; [] when empty. */
-export function profileDigest(parts: ProfileParts, again: boolean, maxChars = Infinity): SafeText[] {
-  const abstracts = [...parts.preferences, ...parts.entities].map((l) => l.abstract.split("\n")[0]);
-  const heading = /^\s{0,3}#{1,6}\s*(?:user\s+)?profile\s*$/i;
-  const pieces = (parts.profile ? parts.profile.split("\n") : abstracts).filter((l) => !heading.test(l))
-    .map((l) => oneLine(l)).filter(Boolean)
-    .map((p) => cutText(p, Math.min(PROFILE_ROW, unitsWithin(p, PROFILE_ROW) + 1)));
-  if (!pieces.length) return [];
-  const uri = flatLine(`${spaceUri(parts.space)}/profile.md`);
-  const label = again ? `Profile, again after compaction (${uri}):` : `Profile (${uri}):`;
-  const rows: string[] = [];
-  let [row, cut] = [label, false];
-  for (const piece of pieces) {
-    const joined = row === label ? `${row} ${piece}` : `${row} · ${piece}`;
-    if (unitsWithin(joined, PROFILE_ROW) === joined.length) {
-      row = joined;
-      continue;
-    }
-    rows.push(row);
-    const used = rows.reduce((n, r) => n + r.length + 1, 0);
-    cut = rows.length >= PROFILE_ROWS || used + PROFILE_ROW + 1 > maxChars;
-    if (cut) break;
-    row = piece;
-  }
-  if (!cut) rows.push(row);
-  else {
-    const last = rows.pop()!;
-    rows.push(cutText(last, unitsWithin(last, PROFILE_ROW - 2)).replace(/…?$/, " …"));
-  }
-  // Every piece passed `flatLine` (the gate).
-  return rows.map((r) => safe`${r}`);
 }
 
 /** A profile within `tokens`: as it is, else its first 8 and last 3 lines, else cut (saying so). */

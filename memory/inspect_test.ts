@@ -113,7 +113,6 @@ Deno.test("the run that started a commit task: the capture that names it, or the
       rejected: 0,
       replayed: 1,
       messages: 1,
-      deferred: 0,
       commitTasks: [{ sessionId: "kc-s", taskId: "b" }],
     },
   ];

@@ -1,11 +1,10 @@
 /**
- * The local ledger: one JSON line per hook run that did something, per Kimi session (`<session>.jsonl`), and
- * a session's entries folded into what `status` shows of it.
+ * The local ledger: one JSON line per hook run that did something, per Kimi session (`<session>.jsonl`).
  */
 
 import * as z from "zod/mini";
 import type { Config } from "../openviking/config.ts";
-import { adviceFor, causeOf, CauseSchema } from "../openviking/advice.ts";
+import { causeOf, CauseSchema } from "../openviking/advice.ts";
 import type { OvFailure } from "../openviking/client.ts";
 import { isRecord, tolerant } from "../lib/parsed.ts";
 import {
@@ -22,7 +21,7 @@ import { stillAtPath } from "../lib/lock.ts";
 import { cutText } from "../lib/neutralize.ts";
 import { dirName, type Env, hookStateDir, joinPath, ledgerDir, orNoHome, safeId } from "../lib/paths.ts";
 import { hasTrait } from "../kimi/hooks.ts";
-import { type HookContext, type HookResult, SESSION_PREFIX } from "./context.ts";
+import type { HookContext, HookResult } from "./context.ts";
 import { ShownSchema } from "./memory.ts";
 
 const SNIPPET_CHARS = 80;
@@ -52,7 +51,6 @@ const PromptEntrySchema = z.object({
   injected: z.array(ShownSchema),
   suppressed: z.array(z.string()),
   more: z.optional(z.number()),
-  profile: z.optional(z.string()),
   printedChars: z.number(),
   failure: z.optional(CauseSchema),
 });
@@ -79,7 +77,6 @@ const ReplayEntrySchema = z.object({
   ...Counts,
   replayed: num,
   messages: num,
-  deferred: num,
   commitTasks: z.catch(CommitTasks, []),
   delivered: tolerant(Delivered),
   origin: tolerant(OriginSchema),
@@ -214,7 +211,6 @@ const PromptData = z.object({
   recall: z.catch(z.string(), "skipped"),
   injected: z.catch(z.array(ShownSchema), []),
   suppressed: z.catch(z.array(z.string()), []),
-  profile: tolerant(z.string()),
   printedChars: z.optional(z.number()),
   failure: Cause,
 });
@@ -253,7 +249,6 @@ export function ledgerEntryOf(
       injected: d.injected.slice(0, MAX_LISTED),
       suppressed: d.suppressed.slice(0, MAX_LISTED),
       ...(more ? { more } : {}),
-      ...(d.profile ? { profile: d.profile } : {}),
       printedChars: d.printedChars ?? (result.stdout ?? "").length,
       ...(d.failure ? { failure: d.failure } : {}),
     };
@@ -318,136 +313,4 @@ export async function recordRun(
   if (backlog && written) return;
   ctx.log.stage("ledger-unwritable", { dir });
   await ctx.log.flush();
-}
-
-/** A problem as `status` says it; a place's counts. (`status --json`, README "status".) */
-export const ProblemSchema = z.object({ kind: z.string(), message: z.string(), fix: z.string() });
-export const CountsSchema = z.object({ entries: z.number(), messages: z.number(), commits: z.number() });
-
-/** A commit and what OpenViking did with it (README "status" says each field). */
-const CommitStatusSchema = z.object({
-  at: z.number(),
-  outcome: z.string(),
-  taskId: z.optional(z.string()),
-  waiting: z.optional(z.boolean()),
-  replayedAt: z.optional(z.number()),
-  origin: z.optional(OriginSchema),
-  task: z.optional(z.object({
-    status: z.string(),
-    error: z.optional(z.string()),
-    memories: z.array(z.string()),
-    tokens: z.optional(z.number()),
-  })),
-});
-export type CommitStatus = z.infer<typeof CommitStatusSchema>;
-
-/** One Kimi session as the ledger saw it. */
-export const SessionStatusSchema = z.object({
-  kimiSessionId: z.string(),
-  openVikingSessionId: z.string(),
-  lastActivity: z.number(),
-  prompts: z.object({
-    seen: z.number(),
-    injected: z.number(),
-    suppressed: z.number(),
-    lastPath: z.optional(z.string()),
-  }),
-  captures: z.object({
-    runs: z.number(),
-    turns: z.number(),
-    sent: z.number(),
-    queued: z.number(),
-    rejected: z.number(),
-  }),
-  commits: z.array(CommitStatusSchema),
-  /** `elsewhere`: those of them queued for another server or identity (`where`: its environment), in order. */
-  queue: z.object({
-    ...CountsSchema.shape,
-    elsewhere: z.optional(
-      z.array(z.object({ messages: z.number(), commits: z.number(), where: z.string() })),
-    ),
-  }),
-  rejected: CountsSchema,
-  /** `elsewhere`: those of them captured for another server or identity (`where`: its environment). */
-  uncommitted: z.optional(z.object({
-    messages: z.number(),
-    dueAt: z.number(),
-    elsewhere: z.optional(z.array(z.object({ messages: z.number(), where: z.string() }))),
-  })),
-  lastError: z.optional(z.object({ at: z.number(), ...ProblemSchema.shape })),
-});
-export type SessionStatus = z.infer<typeof SessionStatusSchema>;
-
-/** A session's numbers from its ledger entries, oldest first (pure; the queue and the tasks come later). */
-export function foldSession(name: string, entries: readonly LedgerEntry[], here: Origin): SessionStatus {
-  /** A run's origin when it is not `here` (its commits' tasks are another server's or identity's). */
-  const elsewhere = (o: Origin | undefined) =>
-    o && (o.url !== here.url || o.who !== here.who) ? o : undefined;
-  const ov = `${SESSION_PREFIX}${name}`;
-  const none = { entries: 0, messages: 0, commits: 0 };
-  const s: SessionStatus = {
-    ...{
-      kimiSessionId: name,
-      openVikingSessionId: ov,
-      lastActivity: 0,
-      commits: [],
-      queue: none,
-      rejected: none,
-    },
-    prompts: { seen: 0, injected: 0, suppressed: 0 },
-    captures: { runs: 0, turns: 0, sent: 0, queued: 0, rejected: 0 },
-  };
-  for (const e of entries) {
-    const ours = e.kind !== "replay" || e.commitTasks.some((t) => t.sessionId === ov) ||
-      e.delivered?.some((d) => d.sessionId === ov);
-    // A replay is this session's only for what it delivered of it; its failure is placed later.
-    if (!ours) continue;
-    s.lastActivity = Math.max(s.lastActivity, e.at);
-    let worked: boolean;
-    if (e.kind === "prompt") {
-      s.prompts.seen++;
-      s.prompts.injected += e.injected.length;
-      s.prompts.suppressed += e.suppressed.length;
-      // A recall that failed answers "none", as one that asked nothing: its failure tells them apart.
-      s.prompts.lastPath = e.path === "none" && e.failure ? "failed" : e.path;
-      worked = e.path !== "skipped" && e.path !== "reused";
-    } else if (e.kind === "capture") {
-      if (e.event !== "idle") s.captures.runs++; // the idle watch's commit is no capture run
-      s.captures.turns += e.turns;
-      s.captures.sent += e.sent;
-      s.captures.queued += e.queued;
-      s.captures.rejected += e.rejected;
-      if (e.commit !== "none") {
-        s.commits.push({ at: e.at, outcome: e.commit, taskId: e.taskId, origin: elsewhere(e.origin) });
-      }
-      worked = true;
-    } else {
-      const tasks = e.commitTasks.filter((t) => t.sessionId === ov);
-      for (const t of tasks) {
-        // A session's queue goes out in order: the replay delivered its oldest queued commit.
-        const queued = s.commits.find((c) => c.outcome === "queued" && !c.taskId);
-        const made = { taskId: t.taskId, origin: elsewhere(e.origin) };
-        if (queued) Object.assign(queued, { ...made, replayedAt: e.at });
-        else s.commits.push({ at: e.at, outcome: "replayed", ...made });
-      }
-      const sent = e.delivered?.find((d) => d.sessionId === ov)?.messages;
-      s.captures.sent += sent ?? 0;
-      s.captures.queued = Math.max(0, s.captures.queued - (sent ?? 0));
-      worked = tasks.length > 0 || sent !== undefined;
-    }
-    const cause = e.kind === "prompt" ? e.failure : e.cause;
-    if (cause) s.lastError = errorOf(e.at, cause, (e.kind !== "prompt" && e.origin?.url) || here.url);
-    else if (worked) delete s.lastError;
-  }
-  return s;
-}
-
-/** A recorded failure as a session's last error (a cause recorded without its reason says so). */
-export function errorOf(
-  at: number,
-  cause: z.infer<typeof CauseSchema>,
-  baseUrl: string,
-): SessionStatus["lastError"] {
-  const a = adviceFor({ ...cause, message: cause.message || "no reason was recorded" }, baseUrl);
-  return { at, kind: cause.kind, message: a.summary, fix: a.fix };
 }

@@ -6,7 +6,6 @@ import { runHook } from "./dispatch.ts";
 import {
   appendLedger,
   type CaptureEntry,
-  foldSession,
   ledgerEntryOf,
   ledgerFile,
   ledgerFiles,
@@ -84,7 +83,7 @@ Deno.test("ledger: snippets are one short line", () => {
 
 const timing = { startedAt: 1000, now: 1042 };
 const base = { at: 1000, ms: 42 };
-const emptyReplay = { replayed: 0, messages: 0, rejected: 0, deferred: 0, commitTasks: [] };
+const emptyReplay = { replayed: 0, messages: 0, rejected: 0, commitTasks: [] };
 const ENTRIES: [string, HookEvent, HookResult, unknown][] = [
   ["a prompt: the query's snippet, what was injected and left out, the stage", "user-prompt-submit", {
     stdout: "x".repeat(10),
@@ -94,7 +93,6 @@ const ENTRIES: [string, HookEvent, HookResult, unknown][] = [
       recall: "context",
       injected: [{ uri: "viking://a", score: 0.9, chars: 40 }],
       suppressed: ["viking://b"],
-      profile: "already",
     },
   }, {
     kind: "prompt",
@@ -103,7 +101,6 @@ const ENTRIES: [string, HookEvent, HookResult, unknown][] = [
     path: "context",
     injected: [{ uri: "viking://a", score: 0.9, chars: 40 }],
     suppressed: ["viking://b"],
-    profile: "already",
     printedChars: 10,
   }],
   ["a duplicate prompt", "user-prompt-submit", { outcome: "duplicate" }, undefined],
@@ -170,7 +167,7 @@ Deno.test("ledger entry of a replay outside a session start (the replay command,
     // A capture's backlog report carries the client's failure as it is.
     cause: { ok: false, kind: "server", status: 503, error: { message: "busy" } },
   };
-  const { expired: _, ...counts } = report;
+  const { expired: _, deferred: __, ...counts } = report;
   assertEquals(replayEntryOf(report, timing), {
     kind: "replay",
     ...base,
@@ -222,17 +219,4 @@ Deno.test("ledger: a ledger file that is a link is never followed: the linked fi
   assertEquals(await appendLedger(`${dir.path}/ledger`, "s", prompt(1), limits), false);
   assertEquals(await Deno.readTextFile(target), "my notes\n");
   assertTrue((await Deno.lstat(ledgerFile(`${dir.path}/ledger`, "s"))).isSymlink, "the link left as it was");
-});
-
-Deno.test("ledger: a prompt whose recall failed folds as a failed recall, not as one that found nothing", () => {
-  const here = { url: "http://ov", who: "" };
-  const unreachable = { kind: "unreachable" as const, status: 0, message: "connection refused" };
-  const last = (e: Partial<PromptEntry>) => foldSession("s", [{ ...prompt(1), ...e }], here).prompts.lastPath;
-  assertEquals(last({ path: "none", failure: unreachable, injected: [], suppressed: [] }), "failed");
-  assertEquals(last({ path: "none", injected: [], suppressed: [] }), "none", "an empty query asks nothing");
-  assertEquals(
-    last({ path: "context", failure: unreachable }),
-    "context",
-    "the profile's failure: recall worked",
-  );
 });

@@ -22,14 +22,18 @@ const Status = z.looseObject({ user: tolerant(z.string()) });
 
 const entriesOf = (l: Listing) => (Array.isArray(l) ? l : l.entries).map(asRecord);
 
-/** The `.md` files of a listing (directories out), sorted. */
+/** The `.md` files of a listing (directories out; a URI only when `viking://`: a link is none), sorted. */
 export function memoryLeaves(listing: Listing): MemoryLeaf[] {
   return entriesOf(listing).filter((e) => e.isDir !== true && e.is_dir !== true)
     .map((e) => ({
       path: String(e.rel_path ?? e.name ?? e.uri ?? ""),
       abstract: typeof e.abstract === "string" ? e.abstract : "",
     }))
-    .filter((e) => e.path.endsWith(".md"))
+    .filter((e) =>
+      e.path.endsWith(".md") &&
+      (!/^(?:[a-z][\w+.-]*:\/\/|(?:javascript|data|vbscript|file):)/i.test(e.path) ||
+        e.path.startsWith("viking://"))
+    )
     .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 

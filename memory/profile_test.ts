@@ -75,7 +75,7 @@ Deno.test("renderProfile: nothing at all is null; a space with markup is percent
   assertMatch(text, /viking:\/\/user\/a%22b%3C%2Fx%3E\/memories\/profile\.md/);
 });
 
-Deno.test("memoryLeaves: .md files only (directories out), from a list or its `entries`, sorted", () => {
+Deno.test("memoryLeaves: .md files only (directories and links out), from a list or its `entries`, sorted", () => {
   const entries = [
     { rel_path: "b.md", abstract: "B" },
     { name: "a.md" },
@@ -87,6 +87,13 @@ Deno.test("memoryLeaves: .md files only (directories out), from a list or its `e
   const want = [{ path: "a.md", abstract: "" }, { path: "b.md", abstract: "B" }];
   assertEquals(memoryLeaves(entries), want);
   assertEquals(memoryLeaves({ entries }), want);
+  // A link the model could follow is no leaf: only a path, or a viking:// URI.
+  const links = [{ rel_path: "https://evil.example/x.md" }, { uri: "javascript:alert(1)//.md" }];
+  const kept = [{ uri: "viking://u/memories/p/a.md" }, { rel_path: "meeting:2024.md" }];
+  assertEquals(memoryLeaves([...links, ...kept]).map((l) => l.path), [
+    "meeting:2024.md",
+    "viking://u/memories/p/a.md",
+  ]);
 });
 
 Deno.test("fetchProfile: the space is the status user when it exists, else default, else the only one", async () => {

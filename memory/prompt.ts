@@ -23,7 +23,6 @@ import { readState, type SessionState, updateState } from "./state.ts";
 import { clientFor, type HookContext, type HookResult, sessionDestination } from "./context.ts";
 import { promptText } from "../kimi/payload.ts";
 import { type Injection, injectionFor, type RecallResult } from "./recall.ts";
-import { systemPromptInUse } from "../kimi/plugin-root.ts";
 import { spawnWorker } from "../kimi/detach.ts";
 import { alarmWords, readAlarm } from "./extraction.ts";
 import { redact } from "../lib/redact.ts";
@@ -118,14 +117,12 @@ export function keepPrompt(
   return { ...state, fallbackPrompts: kept };
 }
 
-/** What the state says of this prompt: a duplicate run, the same text's kept recall, profile due, compacted. */
+/** What the state says of this prompt: a duplicate run, the same text's kept recall, the notices told. */
 export function promptDecision(state: SessionState, prompt: { hash: string; at: number }) {
   return {
     duplicate: state.promptHash === prompt.hash && state.promptAt !== undefined &&
       Math.abs(prompt.at - state.promptAt) < DUPLICATE_WINDOW_MS,
     reuse: (state.promptHash === prompt.hash && state.recall) || undefined as RecallResult | undefined,
-    needProfile: !state.profileInjected,
-    afterCompaction: state.compacted,
     told: state.pausedNotice,
     refused: state.refusedNotice,
   };
@@ -142,7 +139,7 @@ async function claimPrompt(
   prints: ReadonlySet<string>,
 ): Promise<Claim> {
   const c = ctx.config;
-  const decision = { duplicate: false, needProfile: false, afterCompaction: false } as Decision;
+  const decision = { duplicate: false } as Decision;
   const none: Claim = { decision, exclude: [], tell: false, first: false };
   if (!ctx.promptPaths) return none;
   const destination = c.autoCapture ? await sessionDestination(c) : undefined;
@@ -182,14 +179,12 @@ async function rememberInjected(
   told?: number,
   refused?: string,
 ) {
-  const profileDone = inj.profile === "injected" || inj.profile === "empty";
   const tells = told !== undefined || refused !== undefined;
-  if (!ctx.promptPaths || (!inj.found && !inj.injected.length && !profileDone && !tells)) return;
+  if (!ctx.promptPaths || (!inj.found && !inj.injected.length && !tells)) return;
   await updateState(ctx.promptPaths, (s) => {
-    const next: SessionState = { ...s, profileInjected: s.profileInjected || profileDone };
+    const next: SessionState = { ...s };
     if (told !== undefined) next.pausedNotice = told;
     if (refused !== undefined) next.refusedNotice = refused;
-    if (inj.profile === "injected") next.compacted = false;
     if (inj.found && s.promptHash === hash) next.recall = inj.found;
     if (inj.injected.length) {
       next.injectedUris = [...new Set([...s.injectedUris, ...inj.injected.map((m) => m.uri)])];
@@ -258,20 +253,16 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
     const data = { recall: "paused", injected: [], suppressed: [], printedChars: stdout.length, probing };
     return { stdout, outcome: "paused", query, data };
   }
-  // In plugin mode the profile is in the system prompt.
-  const pluginPrompt = decision.needProfile && await systemPromptInUse(ctx.env);
   const peer = await resolvePeer(ctx.cwd, c);
   const inj = await injectionFor(clientFor(ctx, peer.peerId), c, {
     query,
     sessionId: ctx.ovSessionId || undefined,
     injected: claim.exclude,
     reuse: decision.reuse,
-    profile: decision.needProfile && !pluginPrompt,
-    afterCompaction: decision.afterCompaction,
     budget,
     stateDir: ctx.sharedStateDir,
   });
-  const asked = (inj.recall !== "reused" && inj.recall !== "skipped") || inj.profile !== "not-asked";
+  const asked = inj.recall !== "reused" && inj.recall !== "skipped";
   const after = await noteRecall(ctx.sharedStateDir, c.baseUrl, breaker, { asked, failure: inj.failure });
   // Told once per outage.
   const told = after && isOpen(after) && after.since !== decision.told ? after.since : undefined;
@@ -295,7 +286,6 @@ export async function userPromptSubmit(ctx: HookContext): Promise<HookResult> {
       recall: pausedOnly ? "paused" : inj.recall,
       injected: inj.injected,
       suppressed: inj.suppressed,
-      profile: pluginPrompt ? "system-prompt" : inj.profile === "not-asked" ? "already" : inj.profile,
       printedChars: stdout.length,
       peer: peer.source,
       ...(claim.stateError ? { state: "unavailable" } : {}),

@@ -1,11 +1,17 @@
-/** The pruning of old session states (memory/prune.ts): bounded readers, nothing owed lost, a resume asks. */
+/** The pruning of old session states (memory/state.ts pruneStates): bounded readers, nothing owed lost, a resume asks. */
 
 import { assertEquals, assertTrue } from "../tests/support/assert.ts";
 import { tempDir } from "../tests/support/temp.ts";
 import { withLock } from "../lib/lock.ts";
 import { secretPrint } from "../lib/redact.ts";
-import { pruneStates, STATE_RETENTION_MS } from "./prune.ts";
-import { machinePrints, PRINT_STATES, statePaths, updateState } from "./state.ts";
+import {
+  machinePrints,
+  PRINT_STATES,
+  pruneStates,
+  STATE_RETENTION_MS,
+  statePaths,
+  updateState,
+} from "./state.ts";
 
 Deno.test("pruneStates: old states owing nothing go (past the newest the proxy reads); owed, held and new ones stay; a pruned one resumed asks the server", async () => {
   await using home = await tempDir("ovk-prune-");
@@ -62,4 +68,27 @@ Deno.test("pruneStates: old states owing nothing go (past the newest the proxy r
   );
   assertEquals(fresh.acquired && fresh.value, undefined);
   assertEquals(await pruneStates(dir, now), 1, "held's turn, once free");
+});
+
+Deno.test("pruneStates: a lock a killed run left and a damaged state set aside go after 30 days; a held lock and newer ones stay", async () => {
+  await using home = await tempDir("ovk-prune-");
+  const dir = home.path;
+  const now = Date.now();
+  const write = async (name: string, ageMs: number) => {
+    await Deno.writeTextFile(`${dir}/${name}`, name.includes("damaged") ? "{broken" : "");
+    await Deno.utime(`${dir}/${name}`, new Date(now - ageMs), new Date(now - ageMs));
+  };
+  const old = STATE_RETENTION_MS + 86_400_000;
+  const strays = [
+    "gone.json.lock",
+    "gone.prompt.json.lock",
+    "idle-watch-x.lock",
+    `s.json.damaged-${now - old}`,
+  ];
+  for (const n of strays) await write(n, old);
+  const kept = ["busy.json.lock", "new.json.lock", `s.json.damaged-${now - 1000}`];
+  for (const n of kept) await write(n, n.startsWith("busy") ? old : 1000);
+  const names = async () => (await Array.fromAsync(Deno.readDir(dir), (e) => e.name)).sort();
+  const during = await withLock(`${dir}/busy.json.lock`, () => pruneStates(dir, now).then(names));
+  assertEquals(during, { acquired: true, value: kept.sort() });
 });

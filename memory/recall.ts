@@ -1,14 +1,13 @@
-/** Recall, query to printed text: `/search/search` in context mode ∥ the profile, what the session holds left out. */
+/** Recall, query to printed text: `/search/search` in context mode, what the session holds left out. */
 
 import * as z from "zod/mini";
 import type { Budget, OpenVikingClient, OvFailure } from "../openviking/client.ts";
 import type { Config } from "../openviking/config.ts";
 import { madeIn } from "./extraction.ts";
 import { printBlocks, safe, SafeText } from "../lib/neutralize.ts";
-import { fetchProfile, isEmptyProfile, type ProfileParts, redactedProfile } from "./profile.ts";
 import { redact } from "../lib/redact.ts";
 import { type Memory, MemorySchema, type ShownSchema } from "./memory.ts";
-import { DIGEST_CLOSE, DIGEST_OPEN, digestLines, profileDigest } from "./digest.ts";
+import { DIGEST_CLOSE, DIGEST_OPEN, digestLines } from "./digest.ts";
 
 /** What a recall found (prompt state keeps it): the stage and its memories in order. */
 export const RecallSchema = z.object({
@@ -38,11 +37,14 @@ const MAX_MEMORIES = 50;
 const MAX_TEXT = 4000;
 const MAX_URI = 300;
 
-/** The memories of parsed `entries`, in order: each URI once (empty or too long: dropped), texts cut, ≤ 50. */
+/** A URI the digest may print: `viking://`, no blank or parenthesis (a link, or a forged second "(URI)", is none). */
+const SHOWN_URI = /^viking:\/\/[^\s()]+$/;
+
+/** The memories of parsed `entries`, in order: each URI once (empty, too long or not {@link SHOWN_URI}: dropped), texts cut, ≤ 50. */
 export function memoriesFromEntries(list: Iterable<Memory | null>): Memory[] {
   const out = new Map<string, Memory>();
   for (const m of list) {
-    if (!m || !m.uri || m.uri.length > MAX_URI || out.has(m.uri)) continue;
+    if (!m || m.uri.length > MAX_URI || !SHOWN_URI.test(m.uri) || out.has(m.uri)) continue;
     out.set(m.uri, {
       uri: m.uri,
       text: m.text.slice(0, MAX_TEXT),
@@ -94,8 +96,6 @@ export async function recallForPrompt(
 export interface InjectionRequest extends Omit<RecallRequest, "excludeUris"> {
   injected: readonly string[];
   reuse?: RecallResult;
-  profile: boolean;
-  afterCompaction: boolean;
 }
 
 /** What is printed and why: the stage, memories printed and left out, the recall to keep. */
@@ -104,42 +104,31 @@ export interface Injection {
   recall: RecallResult["source"] | "reused" | "skipped";
   injected: z.infer<typeof ShownSchema>[];
   suppressed: string[];
-  /** "pending": listed, yet nothing to print (a new preference before its abstract), so asked again. */
-  profile: "injected" | "empty" | "pending" | "unavailable" | "not-asked";
   found?: RecallResult;
   failure?: OvFailure;
 }
 
 /**
- * The digest: one block, the profile's rows (≤ half its characters), then a line per memory, redacted as shown
- * (`injected` keeps each URI itself, the key of what the session has, and the characters its line took).
+ * The digest: one block, a line per memory, redacted as shown (`injected` keeps each URI itself, the key of
+ * what the session has, and the characters its line took).
  */
-function digestOutput(
-  c: Config,
-  found: Memory[],
-  parts: ProfileParts | undefined,
-  again: boolean,
-): Pick<Injection, "stdout" | "injected"> & { profileRows: number } {
-  const shown = parts && c.redact ? redactedProfile(parts) : parts;
-  const profile = shown ? profileDigest(shown, again, Math.floor(c.recallDigestChars / 2)) : [];
-  const reserved = DIGEST_OPEN.length + DIGEST_CLOSE.length + 2 +
-    profile.reduce((n, l) => n + l.length + 1, 0);
+function digestOutput(c: Config, found: Memory[]): Pick<Injection, "stdout" | "injected"> {
+  const reserved = DIGEST_OPEN.length + DIGEST_CLOSE.length + 2;
   const limits = { memories: c.recallDigestLimit, chars: c.recallDigestChars };
   const lines = digestLines(found, limits, reserved, c.redact ? redact : undefined);
-  const body = [...profile, ...lines.map((l) => l.line)];
-  if (!body.length) return { stdout: "", injected: [], profileRows: 0 };
+  if (!lines.length) return { stdout: "", injected: [] };
+  const body = SafeText.join(lines.map((l) => l.line), safe`\n`);
   return {
-    stdout: printBlocks([{ open: DIGEST_OPEN, body: SafeText.join(body, safe`\n`), close: DIGEST_CLOSE }]),
+    stdout: printBlocks([{ open: DIGEST_OPEN, body, close: DIGEST_CLOSE }]),
     injected: lines.map(({ memory: m, line }) => ({
       uri: m.uri,
       ...(m.score !== undefined ? { score: m.score } : {}),
       chars: line.length,
     })),
-    profileRows: profile.length,
   };
 }
 
-/** What to print for a prompt: asks the server (recall ∥ profile) within the budget; never throws. */
+/** What to print for a prompt: asks the server within the budget; never throws. */
 export async function injectionFor(
   client: OpenVikingClient,
   c: Config,
@@ -148,36 +137,14 @@ export async function injectionFor(
   const ask = req.reuse === undefined && req.query.length >= c.minQueryLength && req.query.trim() !== "";
   // The server takes only viking:// URIs as exclude_uris (an older version kept `text:` keys beside them).
   const excludeUris = req.injected.filter((k) => k.startsWith("viking://"));
-  const [recalled, asked] = await Promise.all([
-    ask ? recallForPrompt(client, c, { ...req, excludeUris }) : Promise.resolve(req.reuse),
-    req.profile ? fetchProfile(client, req.budget) : Promise.resolve(undefined),
-  ]);
-  const parts = asked && !("ok" in asked) ? asked : undefined;
-  const failure = recalled?.failure ?? (asked && "ok" in asked ? asked : undefined);
+  const recalled = ask ? await recallForPrompt(client, c, { ...req, excludeUris }) : req.reuse;
   const seen = new Set(req.injected);
   const unseen = recalled?.memories.filter((m) => !seen.has(m.uri)) ?? [];
-  const hasProfile = parts !== undefined && !isEmptyProfile(parts);
-  const { profileRows, ...out } = digestOutput(
-    c,
-    unseen,
-    hasProfile ? parts : undefined,
-    req.afterCompaction,
-  );
   return {
-    ...out,
+    ...digestOutput(c, unseen),
     recall: req.reuse !== undefined ? "reused" : recalled?.source ?? "skipped",
     suppressed: recalled?.memories.filter((m) => seen.has(m.uri)).map((m) => m.uri) ?? [],
-    // "injected" only when a row of it was printed (a preference without an abstract yet gives none).
-    profile: !req.profile
-      ? "not-asked"
-      : !parts
-      ? "unavailable"
-      : profileRows
-      ? "injected"
-      : hasProfile
-      ? "pending"
-      : "empty",
     found: ask && !recalled?.failure ? recalled : undefined,
-    ...(failure ? { failure } : {}),
+    ...(recalled?.failure ? { failure: recalled.failure } : {}),
   };
 }

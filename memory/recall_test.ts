@@ -2,12 +2,11 @@
  * Recall's own policy, without processes: the context face's answer, its failure (the context face's whole
  * body: tests/hooks/events_test.ts). Then what the prompt hook
  * prints for a text: memories the session already has are left out whatever the server does with
- * `exclude_uris`; nothing new prints nothing; the same prompt again asks nothing; the profile and the memories
- * share one digest.
+ * `exclude_uris`; nothing new prints nothing; the same prompt again asks nothing; a held secret is redacted.
  */
 
-import { assertEquals, assertMatch, assertTrue } from "../tests/support/assert.ts";
-import { DEFAULT_ENTRY, FAKE_DIGEST_FIRST, FakeOpenViking } from "../tests/support/fake-openviking.ts";
+import { assertEquals, assertTrue } from "../tests/support/assert.ts";
+import { DEFAULT_ENTRY, FakeOpenViking } from "../tests/support/fake-openviking.ts";
 import { type Answer, type Call, fail, ok, route, scriptedClient } from "../tests/support/scripted-client.ts";
 import { Budget, createClient } from "../openviking/client.ts";
 import { injectionFor, type InjectionRequest, inStrictScope, recallForPrompt } from "./recall.ts";
@@ -129,8 +128,6 @@ const injection = (over: Partial<InjectionRequest> = {}): InjectionRequest => ({
   query: "what did we decide about the cache?",
   sessionId: "kc-s",
   injected: [],
-  profile: false,
-  afterCompaction: false,
   budget: new Budget(5000),
   stateDir: "",
   ...over,
@@ -209,36 +206,13 @@ Deno.test("inject: at most the limit of memories and the characters allowed; the
   assertTrue(narrow.stdout.length <= 400, String(narrow.stdout.length));
 });
 
-Deno.test("inject: the profile's rows and the memories share one block; an unanswered or pending profile is retried, an empty one is done", async () => {
+Deno.test("inject: a credential the server holds is printed redacted, its text and URI alike", async () => {
   await using fake = await FakeOpenViking.start();
   const c = await config({ OPENVIKING_URL: fake.url });
-  const client = createClient(c, "");
-  const first = await injectionFor(client, c, injection({ profile: true }));
-  assertEquals(first.stdout, `${FAKE_DIGEST_FIRST}\n`);
-  assertEquals(first.profile, "injected");
-  const compacted = await injectionFor(client, c, injection({ profile: true, afterCompaction: true }));
-  assertMatch(
-    compacted.stdout,
-    /^<openviking-context>\nProfile, again after compaction \(viking:\/\/user\/default\/memories\/profile\.md\): /,
-  );
-  // A credential the server holds is printed redacted, as the system prompt has it.
   const key = ["ghp_", "Q7rLm2XkTzV9pWc4NbHs8YdJf3GaE1uK6oRi"].join("");
-  fake.files.set("viking://user/default/memories/profile.md", `Deploys with ${key}`);
   const uri = `viking://user/default/memories/entities/deploy-${key}.md`;
   fake.context = { entries: [{ ...DEFAULT_ENTRY, uri, text: `The key is ${key}.` }] };
-  const secret = await injectionFor(client, c, injection({ profile: true }));
-  assertEquals(secret.stdout.split("[REDACTED]").length, 4, secret.stdout); // its URI too, not its state's
+  const secret = await injectionFor(createClient(c, ""), c, injection());
+  assertEquals(secret.stdout.split("[REDACTED]").length, 3, secret.stdout); // its URI too, not its state's
   assertEquals(secret.injected.map((m) => m.uri), [uri]);
-  fake.files.delete("viking://user/default/memories/profile.md");
-  fake.dirs.set("viking://user/default/memories/preferences", []);
-  const empty = await injectionFor(client, c, injection({ profile: true, injected: [uri] }));
-  assertEquals([empty.stdout, empty.profile], ["", "empty"]);
-  // A preference with no abstract yet (as 0.5.2 lists a new one) gives no row: nothing shown, asked again.
-  const bare = { name: "tabs.md", rel_path: "tabs.md", isDir: false, abstract: "" };
-  fake.dirs.set("viking://user/default/memories/preferences", [bare]);
-  const blank = await injectionFor(client, c, injection({ profile: true, injected: [uri] }));
-  assertEquals([blank.stdout, blank.profile], ["", "pending"]);
-  fake.fault({ route: "*", status: 503 });
-  const down = await injectionFor(client, c, injection({ profile: true }));
-  assertEquals([down.stdout, down.profile], ["", "unavailable"]);
 });

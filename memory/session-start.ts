@@ -11,7 +11,7 @@ import { houseKeeping } from "./ledger.ts";
 import { refreshFromHook } from "./system-prompt.ts";
 import { checkExtraction } from "./extraction.ts";
 import { resolvePeer } from "../openviking/peer.ts";
-import { pruneStates } from "./prune.ts";
+import { pruneStates } from "./state.ts";
 import { dirName } from "../lib/paths.ts";
 
 const REPEAT_WINDOW_MS = 2000;
@@ -52,8 +52,7 @@ export async function sessionStart(ctx: HookContext): Promise<HookResult> {
     const res = await updateState(ctx.promptPaths, (s) => {
       const since = ctx.startedAt - (s.lastSessionStartAt ?? -Infinity);
       if (since >= 0 && since < REPEAT_WINDOW_MS) return Promise.resolve({ value: "repeat" });
-      const reset = ctx.input.source !== "resume" &&
-        { profileInjected: false, injectedUris: [], compacted: false };
+      const reset = ctx.input.source !== "resume" && { injectedUris: [] };
       return Promise.resolve({ state: { ...s, lastSessionStartAt: ctx.startedAt, ...reset }, value: "ok" });
     }, { waitMs: 2000 }).catch((error: Error) => {
       ctx.log.stage("prompt-state-unavailable", {

@@ -7,7 +7,6 @@ import { dirName, joinPath, safeId } from "../lib/paths.ts";
 import { type LockOptions, type LockResult, withLock } from "../lib/lock.ts";
 import { RecallSchema } from "./recall.ts";
 import { MAX_PRINTS } from "../lib/redact.ts";
-import { wasPruned } from "./pruned.ts";
 import { ReadCursorSchema } from "../kimi/journal/turns.ts";
 import { isRecord, tolerant } from "../lib/parsed.ts";
 import type { Budget, OpenVikingClient } from "../openviking/client.ts";
@@ -33,14 +32,12 @@ export type Cursor = z.infer<typeof CursorSchema>;
 export const SessionStateSchema = z.object({
   version: or(z.literal(1), 1),
   lastSessionStartAt: tolerant(z.number()),
-  profileInjected: or(z.boolean(), false),
   promptHash: tolerant(z.string()),
   promptAt: tolerant(z.number()),
   /** The last prompt's recall (null while it runs). */
   recall: tolerant(z.nullable(RecallSchema)),
   /** URIs (and `text:` keys) printed into the session: never printed again. */
   injectedUris: or(z.array(z.string()), []),
-  compacted: or(z.boolean(), false),
   pausedNotice: tolerant(z.number()),
   /** The key refusal the session was told of: its status and `sessionDestination`. */
   refusedNotice: tolerant(z.string()),
@@ -198,7 +195,7 @@ async function loadState(file: string, durable: boolean): Promise<SessionState> 
     if (isNotFound(error)) return undefined;
     throw error;
   });
-  // A pruned session resumed (memory/prune.ts): the server is asked what it holds before anything is sent.
+  // A pruned session resumed (pruneStates): the server is asked what it holds before anything is sent.
   if (!info) {
     return !file.endsWith(".prompt.json") && await wasPruned(file)
       ? { ...emptyState(), recover: { at: Date.now() } }
@@ -304,4 +301,94 @@ export const commitKey = (sid: string, u: Uncommitted): string => `${sid}:${u.la
 export function committed(s: SessionState, part: Uncommitted): SessionState {
   const owed = s.owed.filter((u) => u !== part);
   return owed.length === s.owed.length ? { ...s, capturedSinceCommit: 0 } : { ...s, owed };
+}
+
+const baseName = (file: string) => file.slice(Math.max(file.lastIndexOf("/"), file.lastIndexOf("\\")) + 1);
+
+/** The pruned list's file in a state directory, and the most names it keeps (a name is some 60 bytes). */
+const [PRUNED_FILE, MAX_PRUNED] = ["pruned.txt", 2048];
+
+/** The names listed in state directory `dir`'s pruned list, the newest last; none when missing or unreadable. */
+async function prunedNames(dir: string): Promise<string[]> {
+  const text = await readTextIfExists(joinPath(dir, PRUNED_FILE), MAX_PRUNED * 256).catch(() => undefined);
+  return (text ?? "").split("\n").filter((l) => l !== "");
+}
+
+/** Whether the capture state `file` was pruned: a session resumed after that asks the server what it holds. */
+async function wasPruned(file: string): Promise<boolean> {
+  return (await prunedNames(dirName(file))).includes(baseName(file));
+}
+
+/** Adds `names` to `dir`'s pruned list (the newest {@link MAX_PRUNED} kept), written atomically. */
+async function recordPruned(dir: string, names: readonly string[]): Promise<void> {
+  if (!names.length) return;
+  const kept = [...(await prunedNames(dir)).filter((n) => !names.includes(n)), ...names].slice(-MAX_PRUNED);
+  await writeFileAtomic(joinPath(dir, PRUNED_FILE), `${kept.join("\n")}\n`);
+}
+
+/** A session's states untouched this long (its capture's and its prompt's) are pruned when they owe nothing. */
+export const STATE_RETENTION_MS = 30 * 86_400_000;
+
+/** A session's files in a state directory, and when it was last touched (the newer of its two states). */
+type Session = { name: string; files: string[]; mtime: number };
+
+/** The sessions of state directory `dir` by name (`X.json`, `X.prompt.json`), the newest first. */
+function sessionsIn(dir: string, names: readonly string[]): Session[] {
+  const by = new Map<string, Session>();
+  for (const n of names) {
+    const base = n.endsWith(".prompt.json") ? n.slice(0, -12) : n.endsWith(".json") ? n.slice(0, -5) : "";
+    if (!base) continue;
+    const mtime = (() => {
+      try {
+        const i = Deno.lstatSync(joinPath(dir, n));
+        return i.isFile ? i.mtime?.getTime() ?? 0 : undefined;
+      } catch {
+        return undefined;
+      }
+    })();
+    if (mtime === undefined) continue;
+    const s = by.get(base) ?? { name: `${base}.json`, files: [], mtime: 0 };
+    by.set(base, { ...s, files: [...s.files, n], mtime: Math.max(s.mtime, mtime) });
+  }
+  return [...by.values()].sort((a, b) => b.mtime - a.mtime);
+}
+
+/** Removes what killed runs left in `dir` untouched for {@link STATE_RETENTION_MS}: a lock no one holds, a damaged state set aside. */
+async function pruneStrays(dir: string, names: readonly string[], now: number): Promise<void> {
+  for (const n of names.filter((n) => n.endsWith(".lock") || /\.damaged-\d+$/.test(n))) {
+    const path = joinPath(dir, n);
+    const info = await Deno.lstat(path).catch(() => undefined);
+    if (!info?.isFile || now - (info.mtime?.getTime() ?? now) < STATE_RETENTION_MS) continue;
+    if (!n.endsWith(".lock")) await Deno.remove(path).catch(() => undefined);
+    else await withLock(path, () => Promise.resolve(), { waitMs: 0, makeDir: false }).catch(() => undefined); // gone on release
+  }
+}
+
+/**
+ * Removes the states of sessions in `dir` untouched for {@link STATE_RETENTION_MS} that owe nothing (no capture
+ * uncommitted, no intent unsettled, no kept prompt unsent), never the {@link PRINT_STATES} newest nor one whose lock is held; each name
+ * goes on the pruned list first, so a session resumed later asks the server what it holds; and the strays of killed runs. How many sessions went.
+ */
+export async function pruneStates(dir: string, now = Date.now()): Promise<number> {
+  const names = await Array.fromAsync(Deno.readDir(dir), (e) => e.name).catch(() => [] as string[]);
+  const old = sessionsIn(dir, names).slice(PRINT_STATES).filter((s) => now - s.mtime >= STATE_RETENTION_MS);
+  const owing = async (s: Session) => {
+    const state = await readState(joinPath(dir, s.name));
+    const kept = (await readState(joinPath(dir, s.name.replace(/\.json$/, ".prompt.json")))).fallbackPrompts;
+    return uncommitted(state).length > 0 || (state.inflight?.keys.length ?? 0) > 0 || kept.length > 0;
+  };
+  await pruneStrays(dir, names, now);
+  const candidates: Session[] = [];
+  for (const s of old) if (!await owing(s)) candidates.push(s);
+  await recordPruned(dir, candidates.map((s) => s.name)); // listed before any goes: a resume then asks
+  let pruned = 0;
+  for (const s of candidates) {
+    const held = await withLock(`${joinPath(dir, s.name)}.lock`, async () => {
+      if (await owing(s) || sessionsIn(dir, s.files)[0]?.mtime !== s.mtime) return false; // touched meanwhile
+      for (const f of s.files) await Deno.remove(joinPath(dir, f)).catch(() => undefined);
+      return true;
+    }, { waitMs: 0, makeDir: false }).catch(() => ({ acquired: false as const }));
+    if (held.acquired && held.value) pruned++;
+  }
+  return pruned;
 }

@@ -41,6 +41,8 @@ const somethingElse = (what: string, f: Told, cmd: string): Advice => ({
   fix: "check what answers at that address (a proxy's error page? a reverse proxy must forward /api/v1 to " +
     `OpenViking), then \`${cmd} install --url URL\`${WAIT}`,
 });
+/** How a fix names saving the server's address. */
+const saveAddress = (cmd: string) => `save its address: \`${cmd} install --url http://HOST:1933\``;
 /** Per failure kind: its summary and fix at `url`, commands named `cmd`. */
 const ADVICE: Record<OvFailure["kind"], (f: Told, url: string, cmd: string, env: Env) => Advice> = {
   redirect: (f, url, cmd) => ({
@@ -99,7 +101,7 @@ const ADVICE: Record<OvFailure["kind"], (f: Told, url: string, cmd: string, env:
     fix: "the write is kept, not sent again on its own: fix what the server says, then " +
       `\`${cmd} replay --rejected\` (doctor's rejected check lists them)`,
   }),
-  unreachable: (f, url, cmd) =>
+  unreachable: (f, url, cmd, env) =>
     f.error.code === "TIMEOUT" || f.error.code === "SILENT"
       ? {
         summary: `OpenViking at ${url} takes connections but does not answer in time: ${f.error.message}`,
@@ -108,8 +110,11 @@ const ADVICE: Record<OvFailure["kind"], (f: Told, url: string, cmd: string, env:
       }
       : {
         summary: `OpenViking at ${url} is not reachable: ${f.error.message}`,
-        fix: 'start the server (README: "No server yet?"), or save its address: ' +
-          `\`${cmd} install --url http://HOST:1933\`${WAIT}`,
+        fix: 'start the server (README: "No server yet?"), or ' + (env.OPENVIKING_URL
+          ? "correct OPENVIKING_URL (set in your environment, it wins over the saved address), or unset it " +
+            `and ${saveAddress(cmd)}`
+          : saveAddress(cmd)) +
+          WAIT,
       },
 };
 

@@ -57,12 +57,21 @@ Deno.test("adviceFor a refused key: a root key is named as one; every refusal sa
   assertMatch(w.fix, /`ov admin register-user ACCOUNT USER`/);
 });
 
-Deno.test("adviceFor: a refused key set in OPENVIKING_API_KEY is corrected or unset there, not saved again", () => {
+Deno.test("adviceFor: a key or an address set in the environment is corrected or unset there, not saved again", () => {
   const refused = failed(401, envelope("UNAUTHENTICATED", "Invalid API Key"));
   assertMatch(adviceFor(refused, origin, { HOME: "/h" }).fix, /^save your OpenViking user's key/);
   const fromEnv = adviceFor(refused, origin, { HOME: "/h", OPENVIKING_API_KEY: "wrong" }).fix;
   assertMatch(fromEnv, /^correct or unset OPENVIKING_API_KEY/);
   assertNotMatch(fromEnv, /wrong/, "never the key itself");
+  // install --url saves to ovcli.conf, which OPENVIKING_URL overrides: that fix alone would change nothing.
+  const down = failure("unreachable", 0, { code: "CONNECT", message: `cannot reach ${origin}` });
+  assertMatch(adviceFor(down, origin, { HOME: "/h" }).fix, /^start the server/);
+  const envUrl = adviceFor(down, origin, { HOME: "/h", OPENVIKING_URL: origin }).fix;
+  assertMatch(
+    envUrl,
+    /^start the server .*, or correct OPENVIKING_URL \(set in your environment, it wins over/,
+  );
+  assertMatch(envUrl, /or unset it and save its address: `.* install --url http:\/\/HOST:1933`; writes wait/);
 });
 
 Deno.test("adviceFor: a reply too large and one not OpenViking's both mean something else answers there", () => {

@@ -11,7 +11,7 @@ import type { Config } from "./config.ts";
 /** A deadline shared by every request of one hook run. */
 export class Budget {
   readonly deadline: number;
-  constructor(totalMs: number, now = Date.now()) {
+  constructor(readonly totalMs: number, now = Date.now()) {
     this.deadline = now + Math.max(0, totalMs);
   }
   /** Milliseconds left (never negative). */
@@ -195,10 +195,7 @@ export type ClientOptions =
   & { baseUrl: string; userAgent: string; timeoutMs: number; fetch?: typeof fetch };
 /** The schema of a result nobody reads (writes). */
 export const AnyResult: z.ZodMiniUnknown = z.unknown();
-/**
- * Options of one request; `peerId` null = none; `maxReplyBytes` default 1 MiB; a `FormData` body goes as it is;
- * `binary`: an OK reply that is not JSON is its bytes (checked by the schema).
- */
+/** One request's options; `peerId` null: none; `binary`: an OK reply that is not JSON is its bytes. */
 export interface RequestOptions {
   body?: unknown;
   binary?: boolean;
@@ -235,22 +232,15 @@ export function buildHeaders(
   return headers;
 }
 
-/**
- * A request without an answer: `TIMEOUT`, `CONNECT` (nothing reached the server), `SILENT` (nothing sent to a
- * server known to take connections and not answer) or `NETWORK`.
- */
-function noAnswer(timedOut: boolean, timeout: number, late: string, why: string, connect = false): OvFailure {
+/** A request without an answer: `TIMEOUT`, `CONNECT` (nothing reached the server) or `NETWORK`. */
+function noAnswer(timedOut: boolean, bound: string, late: string, why: string, connect = false): OvFailure {
   return failure("unreachable", 0, {
     code: timedOut ? "TIMEOUT" : connect ? "CONNECT" : "NETWORK",
-    message: timedOut ? `${late} within ${timeout} ms` : why,
+    message: timedOut ? `${late} within ${bound}` : why,
   });
 }
 
-/**
- * A client of the server `config` names, as its identity, with `peerId` as the actor peer, and overrides;
- * `down`: the failure of a server known silent (its `/health` unanswered); every request fails at once with
- * its words, sending nothing.
- */
+/** A client of `config`'s server and identity; `down` (a server known silent): every request fails at once. */
 export function createClient(
   config: Omit<ClientOptions, "peerId">,
   peerId = "",
@@ -286,6 +276,10 @@ export function createClient(
       Math.min(req.timeoutMs ?? options.timeoutMs, left),
       req.maxReplyBytes ?? 1 << 20,
     ];
+    // Named as the caller set it: the budget's total when the budget, not the timeout, cut the wait.
+    const bound = timeout < (req.timeoutMs ?? options.timeoutMs)
+      ? `its time budget (${req.budget!.totalMs} ms)`
+      : `${timeout} ms`;
     const origin = withoutUserinfo(url.origin);
     const signal = AbortSignal.timeout(Math.max(1, timeout));
     let response: Response;
@@ -294,7 +288,7 @@ export function createClient(
     } catch (error) {
       const why = `cannot reach ${origin}: ${withoutUserinfo((error as Error).message)}`;
       const connect = /\(Connect\)/.test(String((error as Error).cause ?? ""));
-      return noAnswer(signal.aborted, timeout, `no answer from ${origin}`, why, connect);
+      return noAnswer(signal.aborted, bound, `no answer from ${origin}`, why, connect);
     }
     const read = await readBody(response, { maxBytes, signal });
     if (read.stop?.kind === "too-large") {
@@ -306,7 +300,7 @@ export function createClient(
         ? String((read.stop.cause as Error)?.message ?? read.stop.cause)
         : "";
       const why = `the reply from ${origin} was cut: ${withoutUserinfo(cause)}`;
-      return noAnswer(signal.aborted, timeout, `the reply from ${origin} did not finish`, why);
+      return noAnswer(signal.aborted, bound, `the reply from ${origin} did not finish`, why);
     }
     const [status, contentType] = [response.status, response.headers.get("content-type")];
     const bytes = req.binary && response.ok && !/json/.test(contentType ?? "");

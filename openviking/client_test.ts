@@ -14,12 +14,7 @@ import {
 } from "./client.ts";
 import { withoutUserinfo } from "../lib/redact.ts";
 import { hostileText, params } from "../tests/fuzz/arbitraries.ts";
-import {
-  FakeOpenViking as FakeOpenViking,
-  FINAL_CODES,
-  gzipBomb,
-  SERVER_ERROR_CODES,
-} from "../tests/support/fake-openviking.ts";
+import { FakeOpenViking, FINAL_CODES, SERVER_ERROR_CODES } from "../tests/support/fake-openviking.ts";
 import * as z from "zod/mini";
 
 const origin = "http://127.0.0.1:1933";
@@ -131,7 +126,7 @@ Deno.test("fuzz: a failure as the client hands it out is neutral and holds no se
   );
 });
 
-Deno.test("client: headers, envelope, never the key in an error; /health is asked without the key", async () => {
+Deno.test("client: identity headers and envelope (refusals: classifyReply, secrets: below); /health is asked without the key", async () => {
   await using fake = await FakeOpenViking.start({ apiKey: "sekrit-key-123" });
   const identity = { apiKey: "sekrit-key-123", account: "acct", user: "alice", peerId: "github.com-x-y" };
   const userAgent = "openviking-memory-kimicode/0.1.0";
@@ -141,21 +136,9 @@ Deno.test("client: headers, envelope, never the key in an error; /health is aske
   );
   const ok = await client.request("GET", "/api/v1/system/status", AnyResult);
   assertEquals(ok, { ok: true, status: 200, result: { initialized: true, user: "default" } });
-  const h = fake.requests[0].headers;
-  const sent = [
-    "authorization",
-    "x-openviking-account",
-    "x-openviking-user",
-    "x-openviking-actor-peer",
-    "user-agent",
-  ];
-  assertEquals(sent.map((k) => h[k]), [
-    "Bearer sekrit-key-123",
-    "acct",
-    "alice",
-    "github.com-x-y",
-    userAgent,
-  ]);
+  const sent = "authorization x-openviking-account x-openviking-user x-openviking-actor-peer user-agent";
+  const want = ["Bearer sekrit-key-123", "acct", "alice", "github.com-x-y", userAgent];
+  assertEquals(sent.split(" ").map((k) => fake.requests[0].headers[k]), want);
   const noPeer = await client.request("POST", "/api/v1/sessions/kc-1/messages", AnyResult, {
     body: { role: "user", content: "x" },
     peerId: null,
@@ -163,15 +146,6 @@ Deno.test("client: headers, envelope, never the key in an error; /health is aske
   assertTrue(noPeer.ok);
   assertEquals(fake.requests[1].headers["x-openviking-actor-peer"], undefined);
   assertEquals(fake.requests[1].headers["content-type"], "application/json");
-  const bad = createClient({ ...client.options, apiKey: "wrong-key-456" });
-  const denied = await bad.request("GET", "/api/v1/system/status", AnyResult);
-  assertEquals(denied.ok, false);
-  if (!denied.ok) {
-    assertEquals([denied.status, denied.kind, denied.error.code], [401, "auth", "UNAUTHENTICATED"]);
-    assertTrue(!JSON.stringify(denied).includes("wrong-key-456"));
-  }
-  const notFound = await client.request("POST", "/api/v1/sessions/nope/commit", AnyResult, { body: {} });
-  assertEquals(notFound.ok ? 0 : notFound.status, 404);
   assertTrue((await client.request("GET", "/health", AnyResult)).ok);
   assertEquals(fake.requests.at(-1)?.headers.authorization, undefined, "no key for an address not known yet");
 });
@@ -204,6 +178,8 @@ Deno.test("client: a spent budget fails fast without a request; the timeout neve
   const budget = new Budget(300);
   const r = await client.request("GET", "/health", AnyResult, { budget });
   assertEquals(r.ok ? "" : r.error.code, "TIMEOUT");
+  // The figure is the budget the caller set, not what was left of it when the request started.
+  assertEquals(r.ok ? "" : r.error.message, `no answer from ${fake.url} within its time budget (300 ms)`);
   assertTrue(budget.remaining() === 0 || budget.remaining() < 50);
 });
 
@@ -222,20 +198,11 @@ Deno.test("client: no connection names the origin, never throws, and is CONNECT 
   assertMatch(r.ok ? "" : r.error.message, new RegExp(`127\\.0\\.0\\.1:${port}`));
   assertTrue(!JSON.stringify(r).includes("k-secret"));
 });
-Deno.test("client: a gzip reply that inflates to 512 MB is not read past the bound (1 MiB)", async () => {
+
+// A gzip bomb's bytes count as inflated (readBody over a fetch: mcp/bounds_test); its RSS: world_faults_test.
+Deno.test("client: a giant reply is not read past the bound (1 MiB); the client works on", async () => {
   await using fake = await FakeOpenViking.start();
-  // 512 MB, not 2 GB: twice the growth the RSS check allows, and a quarter of the time to compress.
-  const bomb = await gzipBomb(512 * 1024 ** 2);
-  const headers = { "content-type": "application/json", "content-encoding": "gzip" };
-  fake.fault({ route: "POST /api/v1/search/search", raw: { status: 200, headers, body: bomb } });
   const client = createClient({ baseUrl: fake.url, userAgent: "t", timeoutMs: 20_000 });
-  const before = Deno.memoryUsage().rss;
-  const r = await client.request("POST", "/api/v1/search/search", AnyResult, { body: { query: "x" } });
-  const grown = Deno.memoryUsage().rss - before;
-  assertEquals(r.ok ? "" : r.kind, "too-large");
-  assertTrue(grown < 256 * 1024 ** 2, `RSS grew ${Math.round(grown / 1024 ** 2)} MB`);
-  // A plain giant reply (no compression) is cut at the bound too.
-  fake.clearFaults();
   fake.fault({
     route: "GET /api/v1/content/read",
     raw: { status: 200, body: "x".repeat(1 << 16), repeatBytes: 1 << 30 },
@@ -245,7 +212,7 @@ Deno.test("client: a gzip reply that inflates to 512 MB is not read past the bou
   });
   assertEquals(big.ok ? "" : big.kind, "too-large");
   const allowed = await client.request("GET", "/health", AnyResult, { maxReplyBytes: 1 << 20 });
-  assertTrue(allowed.ok, "the client works on after refusing giants");
+  assertTrue(allowed.ok, "the client works on after refusing a giant");
 });
 
 Deno.test("client: an OK envelope whose result is not the route's shape is a not-openviking failure, never a cast", async () => {
@@ -295,11 +262,12 @@ Deno.test("client: a failure's words come neutralised and without a secret, what
   const page = {
     status: 200,
     headers: { "content-type": "text/html" },
-    body: "<title>Sign\x1b[8m in</title>",
+    body: `<title>Sign\x1b[8m in ${"x".repeat(500)}</title>`,
   };
   fake.fault({ route: "GET /health", raw: page, times: 1 });
   const said = await client.request("GET", "/health", AnyResult);
-  const words = `${fake.url} answered HTTP 200 with text/html "Sign in", not an OpenViking reply`;
+  const title = `Sign in ${"x".repeat(68)}`; // 80 characters of it, its escape sequence removed
+  const words = `${fake.url} answered HTTP 200 with text/html "${title}", not an OpenViking reply`;
   assertEquals(said.ok ? "" : said.error.message, words);
 });
 

@@ -64,21 +64,13 @@ function fileOrigin(url: string): string {
   return u?.protocol === "http:" || u?.protocol === "https:" ? u.origin : originOf(DEFAULT_BASE_URL);
 }
 
-/**
- * One source of connection and identity: `record`'s values at `keys` (URL, key, account, user, peer id);
- * `origin`: where its key may go ("" = anywhere).
- */
+/** One source of URL, key, account, user and peer id (`record` at `keys`); its key goes to `origin` ("": any). */
 function layer(source: string, keySource: string, origin: string, record: JsonRecord, keys: string) {
   const [url, key, account, user, peerId] = keys.split(" ").map((k) => str(record[k]));
   return { source, keySource, origin, url, key, account, user, peerId };
 }
 type Layer = ReturnType<typeof layer>;
-/**
- * Resolves connection and identity as OpenViking's shared plugin runtime does: the URL from env, ovcli.conf,
- * ov.conf (`OPENVIKING_CREDENTIAL_SOURCE`: `env` mode skips ovcli.conf, `ovcli` mode env; else `auto`, warned); key and identity from all three, or from ovcli.conf
- * alone in `ovcli` mode (or `auto` with nothing in env and something in ovcli.conf). A file's key is never
- * sent to another origin than the file's.
- */
+/** Connection and identity as OpenViking's shared plugin runtime resolves them (README: Configuration). */
 function resolveCredentials(sources: ConfigSources, warnings: string[]) {
   const { env } = sources;
   const raw = env.OPENVIKING_CREDENTIAL_SOURCE ?? "";
@@ -201,10 +193,7 @@ function knob<T>(env: string, parse: Parser<T>, fallback: NoInfer<T>, workspace:
 
 /** The commit policies, cheapest last. */
 export const COMMIT_POLICIES = ["every-turn", "balanced", "session-end"] as const;
-/**
- * Every knob: its variable, parser, default and what a workspace file may do with it. A knob whose effect
- * reaches other projects (the per-server breaker, unsure writes, other sessions' ledgers) is NEVER.
- */
+/** Every knob: variable, parser, default, workspace rule (NEVER where it reaches other projects). */
 export const KNOBS = {
   enabled: knob("OPENVIKING_MEMORY_ENABLED", boolKnob, true, OFF),
   autoRecall: knob("OPENVIKING_AUTO_RECALL", boolKnob, true, OFF),
@@ -243,10 +232,7 @@ function firstSetting(layers: [string, JsonRecord][], name: string) {
   return layer && { value: layer[1][name], where: `${layer[0]} "${name}"` };
 }
 
-/**
- * Resolves every knob: env, else ovcli.conf `plugin.kimicode`, else the default; then, unless
- * env set it, the first workspace file's value if the knob's rule allows it. Bad values go to `warnings`.
- */
+/** Every knob: env, else ovcli.conf `plugin.kimicode`, else default; then a workspace file's, as allowed. */
 export function resolveSettings(
   sources: Pick<ConfigSources, "env" | "ovcli" | "workspace">,
   warnings: string[] = [],

@@ -101,19 +101,14 @@ Deno.test("credentials: a bad URL is reported and the default used; a URL's user
 });
 
 Deno.test("credential modes: env, ovcli, anything else auto (a warning); removed variables: one warning", () => {
-  const sourceIn = (mode: string, env: Record<string, string>) =>
-    resolveConfig(
-      sources({ env: { ...env, OPENVIKING_CREDENTIAL_SOURCE: mode }, ovcli: { url: "http://cli:1" } }),
-    )
-      .config.credentialSource;
+  const sourceIn = (mode: string, env: Record<string, string>) => {
+    const ovcli = { url: "http://cli:1" };
+    return resolveConfig(sources({ env: { ...env, OPENVIKING_CREDENTIAL_SOURCE: mode }, ovcli })).config
+      .credentialSource;
+  };
   const modes = ["ENV", " ovcli", "cli", "environment", ""];
-  assertEquals(modes.map((m) => sourceIn(m, { OPENVIKING_URL: "http://env:1" })), [
-    "env",
-    "ovcli.conf",
-    "env",
-    "env",
-    "env",
-  ]);
+  const fromEnv = modes.map((m) => sourceIn(m, { OPENVIKING_URL: "http://env:1" }));
+  assertEquals(fromEnv, ["env", "ovcli.conf", "env", "env", "env"]);
   assertEquals(modes.map((m) => sourceIn(m, {})), ["default", ...Array(4).fill("ovcli.conf")]);
   const env = {
     OPENVIKING_CREDENTIAL_SOURCE: "cli",
@@ -142,10 +137,8 @@ Deno.test("defaults when nothing is configured: the local server, no identity, e
     if (name === "debugLogPath") continue;
     assertEquals((config as unknown as Record<string, unknown>)[name], knob.default, name);
   }
-  assertEquals([config.debugLogPath, config.userAgent], [
-    "/h/.openviking/logs/kimicode-hooks.log",
-    "openviking-memory-kimicode/0.1.0",
-  ]);
+  const log = "/h/.openviking/logs/kimicode-hooks.log";
+  assertEquals([config.debugLogPath, config.userAgent], [log, "openviking-memory-kimicode/0.1.0"]);
 });
 
 Deno.test("knobs: env > workspace local > workspace > ovcli plugin.kimicode (the shared plugin: only an off, warned)", () => {
@@ -231,11 +224,8 @@ Deno.test("loadConfig with a home: workspace files set knobs only — never a UR
   await using dir = await tempDir();
   const ws = `${dir.path}/repo`;
   await Deno.mkdir(`${ws}/.openviking`, { recursive: true });
-  const hostile = Object.fromEntries(
-    ["url", "baseUrl", "mcpUrl", "api_key", "apiKey", "account", "user", "peerId"].map((
-      k,
-    ) => [k, "http://evil:1"]),
-  );
+  const fields = ["url", "baseUrl", "mcpUrl", "api_key", "apiKey", "account", "user", "peerId"];
+  const hostile = Object.fromEntries(fields.map((k) => [k, "http://evil:1"]));
   Object.assign(hostile, { debugLogPath: "/etc/evil.log", recallDigestLimit: 3 });
   await Deno.writeTextFile(`${ws}/.openviking/config.json`, JSON.stringify(hostile));
   await Deno.writeTextFile(`${ws}/.openviking/config.local.json`, JSON.stringify(hostile));
@@ -267,10 +257,8 @@ Deno.test("loadConfig: a relative debug log path or override is ignored with a w
     OPENVIKING_DEBUG_LOG: "logs/x.log",
     OPENVIKING_CLI_CONFIG_FILE: "ovcli.conf",
   });
-  assertEquals([config.debugLogPath, config.cliConfigPath], [
-    "/h/.openviking/logs/kimicode-hooks.log",
-    "/h/.openviking/ovcli.conf",
-  ]);
+  const defaults = ["/h/.openviking/logs/kimicode-hooks.log", "/h/.openviking/ovcli.conf"];
+  assertEquals([config.debugLogPath, config.cliConfigPath], defaults);
   assertMatch(warnings.join("\n"), /OPENVIKING_CLI_CONFIG_FILE=ovcli.conf is not an absolute path/);
   assertMatch(warnings.join("\n"), /debug log path "logs\/x.log" is not an absolute path/);
 });
@@ -383,11 +371,8 @@ const WORKSPACE: Record<Name, Allowed> = {
   scoreThreshold: raise(0, 0.35),
   recallPeerScope: {
     may: 'set it to "actor" or "strict"',
-    cases: [["all", "actor", true], ["actor", "strict", true], ["strict", "actor", false], [
-      "actor",
-      "all",
-      false,
-    ]],
+    // deno-fmt-ignore
+    cases: [["all", "actor", true], ["actor", "strict", true], ["strict", "actor", false], ["actor", "all", false]],
   },
   recallDigestLimit: lower(5, 50),
   recallDigestChars: lower(1200, 32_000),

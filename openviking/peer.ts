@@ -57,6 +57,20 @@ export async function remotePeerId(normalized: string): Promise<string> {
   return id ? await capLength(id, normalized) : "";
 }
 
+/** A git config value as git reads it: quoted parts joined, `\` escapes, a `#` or `;` outside quotes ends it. */
+function gitValue(raw: string): string {
+  let [out, quoted] = ["", false];
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw[i];
+    if (c === '"') quoted = !quoted;
+    else if (c === "\\") {
+      out += ({ n: "\n", t: "\t", b: "\b" } as Record<string, string>)[raw[++i]] ?? raw[i] ?? "";
+    } else if (!quoted && (c === "#" || c === ";")) break;
+    else out += c;
+  }
+  return out.trim();
+}
+
 /** The URL of remote `origin` (else the first remote) in a git config. */
 export function remoteUrlFromGitConfig(text: string): string {
   const urls = new Map<string, string>();
@@ -65,7 +79,7 @@ export function remoteUrlFromGitConfig(text: string): string {
     const header = /^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]/.exec(line);
     if (header) section = header[1].toLowerCase() === "remote" ? header[2] : undefined;
     const url = section && /^url\s*=\s*(.*)$/i.exec(line);
-    if (url && !urls.has(section!)) urls.set(section!, url[1].replace(/^"(.*)"$/, "$1").trim());
+    if (url && !urls.has(section!)) urls.set(section!, gitValue(url[1]));
   }
   return urls.get("origin") ?? urls.values().next().value ?? "";
 }

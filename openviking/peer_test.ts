@@ -52,6 +52,16 @@ Deno.test("remoteUrlFromGitConfig prefers origin", () => {
   assertEquals(remoteUrlFromGitConfig(text), "git@github.com:me/fork.git");
   assertEquals(remoteUrlFromGitConfig(`[remote "up"]\nurl = https://x/up.git`), "https://x/up.git");
   assertEquals(remoteUrlFromGitConfig("[core]\n"), "");
+  // As git reads a value: a comment after it, quotes and escapes inside it.
+  const read = (value: string) => remoteUrlFromGitConfig(`[remote "origin"]\n\turl = ${value}\n`);
+  assertEquals(
+    [
+      "git@github.com:me/app.git ; mirror",
+      "git@github.com:me/app.git# old",
+      '"git@github.com:me/a;p\\"p.git"',
+    ].map(read),
+    ["git@github.com:me/app.git", "git@github.com:me/app.git", 'git@github.com:me/a;p"p.git'],
+  );
 });
 
 Deno.test("resolvePeer: git remote from a subdirectory, worktree .git file, git root, cwd fallback, explicit, off", async () => {

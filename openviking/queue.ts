@@ -69,10 +69,7 @@ export function placeWords(d: Destination): string {
   return Object.entries({ URL: d.url, ACCOUNT: d.account, USER: d.user, API_KEY: key })
     .filter(([, v]) => v).map(([k, v]) => `OPENVIKING_${k}=${v}`).join(" ");
 }
-/**
- * Writes held for other destinations (per session), in words: what waits where and how to deliver it there
- * (`command` runs openviking-kimi).
- */
+/** Writes held for other destinations, in words: what waits where, and the `command` that delivers it there. */
 export function elsewhereWords(held: readonly (Destination & Counts)[], command = commandName()) {
   const byPlace = new Map<string, Counts>();
   for (const d of held) byPlace.set(placeWords(d), added(byPlace.get(placeWords(d)), d));
@@ -86,10 +83,7 @@ export function elsewhereWords(held: readonly (Destination & Counts)[], command 
   };
 }
 
-/**
- * The sessions' writes queued for another destination than `here`, in words, and `here`'s own writes queued
- * behind them (a session's writes go in order); undefined when there are none.
- */
+/** The sessions' writes queued for another destination than `here`, in words, and `here`'s behind them. */
 export function elsewhereOf(sessions: QueueSummary["sessions"], here: Destination, command?: string) {
   const away = (r: QueueRun) => !goesTo(r.to, here);
   const runs = sessions.map((s) => s.runs ?? [s]);
@@ -421,10 +415,7 @@ type Delivery = { settled: number; sent: number; rejections: (Refusal & { index:
   stop?: OvFailure;
 };
 
-/**
- * Delivers `w` in order (batches; one by one after a refused or too large batch, or without a batch route) until a
- * failure other than a refusal, which is kept first (throws when it cannot); `onSettled` hears each settled prefix.
- */
+/** Delivers `w` in order (batches, else one by one) to a failure other than a refusal (kept; throws if not). */
 async function deliver(
   client: OpenVikingClient,
   pendingDir: string,
@@ -483,10 +474,7 @@ export interface SendReport extends Omit<Delivery, "settled" | "stop" | "taskId"
 type WriteOptions = { budget: Budget; pendingDir: string; queueOnly?: boolean; queue?: SessionQueue };
 const queueOf = async (o: WriteOptions, sid: string, c: OpenVikingClient) =>
   o.queue ?? await SessionQueue.open(o.pendingDir, sid, await destinationFor(c.options));
-/**
- * Sends messages to session `sid` in order, queueing what cannot go behind the settled prefix; `beforeRequest`
- * records the intent (`askFrom` when queued unsure), `onAcked` progress; if either throws, sending stops.
- */
+/** Sends messages in order, queueing the rest past the settled prefix; a throwing hook stops the send. */
 export async function sendMessages(
   client: OpenVikingClient,
   sid: string,
@@ -622,7 +610,6 @@ type ReplayRun = {
   pendingDir: string;
   options: ReplayOptions;
   report: ReplayReport;
-} & {
   now: number;
   sent: number;
   stopAll: boolean;
@@ -635,40 +622,35 @@ async function keep<E extends QueueEntry>(claimPath: string, entry: E): Promise<
   return entry;
 }
 
-/** Replays one claimed entry (progress kept in the claim); returns the failure that stopped it; throws when a refusal cannot be kept. */
-async function replayEntry(run: ReplayRun, claimPath: string, entry: QueueEntry) {
-  const { client, report } = run;
-  const { sessionId } = entry;
-  // What the session holds is not sent again; when it cannot say, all is sent: a duplicate beats a loss.
+/** Sends one claimed entry, progress kept in the claim (what an unsure session holds left out); its stop. */
+async function sendClaimed(run: ReplayRun, claim: string, entry: QueueEntry) {
+  const { client, report, options: { budget } } = run;
   const held = entry.unsure && entry.kind === "messages"
-    ? await heldMessages(client, sessionId, run.options.budget)
+    ? await heldMessages(client, entry.sessionId, budget)
     : undefined;
   if (held && !Array.isArray(held) && held.kind === "unreachable") return held; // a send would meet the same
-  let sure = entry;
   if (Array.isArray(held) && entry.kind === "messages") {
-    const { unsure: _, ...rest } = entry;
     const messages = entry.messages.filter((m) => !isHeld(held, m.payload));
     report.held += entry.messages.length - messages.length;
     if (!messages.length) return undefined;
-    sure = await keep(claimPath, { ...rest, messages });
+    entry = await keep(claim, { ...entry, unsure: undefined, messages });
   }
-  const d = await deliver(client, run.pendingDir, sure, run.options.budget, {
-    onSettled: async (settled) => {
-      if (sure.kind === "messages" && settled < sure.messages.length) {
-        await keep(claimPath, { ...sure, messages: sure.messages.slice(settled) });
+  const d = await deliver(client, run.pendingDir, entry, budget, {
+    onSettled: async (n) => {
+      if (entry.kind === "messages" && n < entry.messages.length) {
+        await keep(claim, { ...entry, messages: entry.messages.slice(n) });
       }
     },
   });
-  if (d.taskId) report.commitTasks.push({ sessionId, taskId: d.taskId });
-  report.messages += d.sent;
-  report.rejected += d.rejections.length;
-  const mine = report.delivered.find((x) => x.sessionId === sessionId);
+  if (d.taskId) report.commitTasks.push({ sessionId: entry.sessionId, taskId: d.taskId });
+  [report.messages, report.rejected] = [report.messages + d.sent, report.rejected + d.rejections.length];
+  const mine = report.delivered.find((x) => x.sessionId === entry.sessionId);
   if (mine) mine.messages += d.sent;
-  else if (d.sent) report.delivered.push({ sessionId, messages: d.sent });
+  else if (d.sent) report.delivered.push({ sessionId: entry.sessionId, messages: d.sent });
   return d.stop;
 }
 
-/** Replays one queue file: "stop" (later writes wait) or the other destination it is for; a found claim is unsure. */
+/** Replays one queue file: "next", "stop" (later writes wait) or the other destination it is for; a found claim is unsure. */
 async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"next" | "stop" | Destination> {
   const { options, report, now } = run;
   if (run.sent >= (options.limit ?? 50) || options.budget.remaining() < 100) {
@@ -703,7 +685,7 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
     report.waitUntil = Math.min(report.waitUntil ?? now + wait, now + wait);
   } else {
     run.sent++;
-    stop = await replayEntry(run, claim, entry).catch(() => "local" as const);
+    stop = await sendClaimed(run, claim, entry).catch(() => "local" as const);
   }
   if (!stop) {
     await Deno.remove(claim).catch(() => {});
@@ -720,31 +702,32 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
   return "stop";
 }
 
-/** Replays one session's queue under `replay.lock` (held: deferred); an emptied directory goes. */
-async function replaySession(run: ReplayRun, dir: string): Promise<void> {
-  const done = await withLock(joinPath(dir, "replay.lock"), async () => {
-    await fs.removeAbandonedTemps(dir);
-    const files = await queueFiles(dir);
-    let i = 0;
-    let step: Awaited<ReturnType<typeof replayFile>> = "next";
-    while (i < files.length && !run.stopAll && (step = await replayFile(run, dir, files[i])) === "next") i++;
-    run.report.deferred += files.length - i;
-    if (typeof step === "object") run.report.elsewhere.push({ ...step, ...countOf(files.slice(i)) });
-    return i === files.length;
-  }, { waitMs: 0 });
-  if (!done.acquired) run.report.deferred += (await queueFiles(dir)).length;
-  else if (done.value) await Deno.remove(dir).catch(() => {});
-}
-
-/** Replays our queue (or the rejected place): sessions oldest first write first, each in sequence order, bounded. */
+/** Replays our queue (or the rejected place): sessions oldest first write first, each in sequence order under its `replay.lock` (held: deferred), bounded; an emptied directory goes. */
 export async function replayQueue(pendingDir: string, client: OpenVikingClient, options: ReplayOptions) {
   const zero = { replayed: 0, messages: 0, held: 0, rejected: 0, expired: 0, deferred: 0 };
   const report: ReplayReport = { ...zero, commitTasks: [], delivered: [], elsewhere: [] };
   const now = options.now ?? Date.now();
   const run: ReplayRun = { client, pendingDir, options, now, sent: 0, stopAll: false, report };
-  const subdir = options.rejected ? REJECTED_SUBDIR : QUEUE_SUBDIR;
-  const sessions = await sessionHeads(pendingDir, subdir, options.sessionId);
+  const sessions = await sessionHeads(
+    pendingDir,
+    options.rejected ? REJECTED_SUBDIR : QUEUE_SUBDIR,
+    options.sessionId,
+  );
   sessions.sort((a, b) => (a.first?.createdAt ?? now) - (b.first?.createdAt ?? now));
-  for (const { dir } of sessions) await replaySession(run, dir);
+  for (const { dir } of sessions) {
+    const done = await withLock(joinPath(dir, "replay.lock"), async () => {
+      await fs.removeAbandonedTemps(dir);
+      const files = await queueFiles(dir);
+      let [i, step] = [0, "next" as Awaited<ReturnType<typeof replayFile>>];
+      while (i < files.length && !run.stopAll && (step = await replayFile(run, dir, files[i])) === "next") {
+        i++;
+      }
+      report.deferred += files.length - i;
+      if (typeof step === "object") report.elsewhere.push({ ...step, ...countOf(files.slice(i)) });
+      return i === files.length;
+    }, { waitMs: 0 });
+    if (!done.acquired) report.deferred += (await queueFiles(dir)).length;
+    else if (done.value) await Deno.remove(dir).catch(() => {});
+  }
   return report;
 }

@@ -203,11 +203,7 @@ function largeHome(home: string, sessions: number, ledgerLines: number): string 
     const at = now - (sessions - i) * 60_000;
     const capture = { version: 1, capturedKeys: ["0:user", "0:assistant"], ackedBelow: 1, lastCaptureAt: at };
     Deno.writeTextFileSync(`${state}/${id}.json`, JSON.stringify(capture), { mode: 0o600 });
-    const promptState = {
-      version: 1,
-      profileInjected: true,
-      injectedUris: ["viking://user/default/memories/x"],
-    };
+    const promptState = { version: 1, injectedUris: ["viking://user/default/memories/x"] };
     Deno.writeTextFileSync(`${state}/${id}.prompt.json`, JSON.stringify(promptState), { mode: 0o600 });
     const lines = Array.from({ length: perSession }, (_, k) => line(at + k * 1000));
     Deno.writeTextFileSync(`${ledger}/${id}.jsonl`, `${lines.join("\n")}\n`, { mode: 0o600 });
@@ -277,9 +273,10 @@ let bigHistory = "";
 await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
 const installed = await runCli(["install", "--url", fake.url], { env: baseEnv, clearEnv: true, cwd: home });
 if (installed.code !== 0) throw new Error(`install failed: ${installed.stderr}`);
-const launcher = /^Hooks run: (\S+) hook <event>$/m.exec(installed.stdout)?.[1];
-if (!launcher) throw new Error(`install did not say what the hooks run:\n${installed.stdout}`);
-const copyDir = launcher.replace(/\/bin\/[^/]*$/, "");
+const hooksRun = /^Hooks run: \.\/(\S+) hook <event>, in (\S+)$/m.exec(installed.stdout);
+if (!hooksRun) throw new Error(`install did not say what the hooks run:\n${installed.stdout}`);
+const launcher = `${hooksRun[2]}/${hooksRun[1]}`;
+const copyDir = /^The hooks run the program copy (\S+) with /m.exec(installed.stdout)?.[1] ?? "";
 const copyBytes = (await Promise.all(["main.js", "hook.js"].map((f) => Deno.stat(`${copyDir}/${f}`))))
   .reduce((n, st) => n + st.size, 0);
 
@@ -533,7 +530,7 @@ here (\`deno compile\` needs dl.deno.land).
 | installed copy: user-prompt-submit, later prompt with a 64 KB pasted log (CRLF, credentials) | ${
   fmt(r.copyPasted)
 } |
-| installed copy: user-prompt-submit, first prompt of a session (profile + recall, 6 requests) | ${
+| installed copy: user-prompt-submit, first prompt of a session (recall, 1 request) | ${
   fmt(r.copyPromptFirst)
 } |
 | checkout: user-prompt-submit, first prompt of a session | ${fmt(r.promptFirst)} |

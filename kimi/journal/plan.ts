@@ -79,10 +79,17 @@ export function planCapture(
   options: PlanOptions,
 ): Plan {
   const { byFallback, parts } = sentBefore(acked);
-  // A secret recognised in one message (`password=…`) is hidden wherever the others repeat it bare.
+  // A secret recognised in one message (`password=…`) is hidden wherever the others repeat it bare: every text
+  // is prepared once, learning; one prepared before a later text taught a secret is prepared again.
   const [seen, prints] = [new Set<string>(), new Set(options.prints)];
-  const texts = options.redact ? turns.flatMap((t) => [userText(t), assistantText(t)]) : [];
-  for (const text of texts) prepareText(text, "user", { ...options, seen, prints });
+  const prepare = (raw: string, role: Role) => prepareText(raw, role, { ...options, seen, prints });
+  const first = new Map<string, ReturnType<typeof prepare> & { known: number }>(); // and the secrets known then
+  for (const t of options.redact ? turns : []) {
+    for (const role of ["user", "assistant"] as const) {
+      const raw = (role === "user" ? userText : assistantText)(t);
+      first.set(captureKey(t.index, role), { ...prepare(raw, role), known: seen.size });
+    }
+  }
   const plan: Plan = { turns: [], toSend: [], skipped: [], learned: [...seen].map(secretPrint) };
   for (const turn of turns) {
     if (!turn.closed && !options.includeOpen) break; // whole turns only, in order
@@ -96,8 +103,10 @@ export function planCapture(
         skip(acked.has(key) ? "already-captured" : "retracted");
         continue;
       }
-      const raw = (role === "user" ? userText : assistantText)(turn);
-      const { text, reason } = prepareText(raw, role, { ...options, seen, prints });
+      const done = first.get(key);
+      const { text, reason } = done?.known === seen.size
+        ? done
+        : prepare((role === "user" ? userText : assistantText)(turn), role);
       const part = parts.get(key); // an open turn's answer sent so far: only what it gained goes now
       const gained = part && text.length > part.length && textHash(text.slice(0, part.length)) === part.hash;
       if (reason) skip(reason);

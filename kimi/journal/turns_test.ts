@@ -112,7 +112,7 @@ const shape = (text: string, firstIndex = 0) =>
 const sent = (text: string, acked = new Set<string>()) =>
   planCapture(scanTurns(linesOf(text)).turns, acked, 0, opts).toSend.map((c) => c.payload.content);
 
-Deno.test("undo (recorded, every variant): /undo 1 then /undo 2 leave the first and the fifth turn, ids kept", async () => {
+Deno.test("undo (recorded, every variant): /undo 1 then /undo 2 leave the first and the fifth turn, as the model saw", async () => {
   for (const variant of ["2.1.0", "0.41.0", "0.41.0-legacy"]) {
     const read = await readJournal(`${ROOT}${variant}/undo/wire.jsonl`, undefined, turnLineFilter);
     const scan = scanTurns(read.lines);
@@ -125,22 +125,18 @@ Deno.test("undo (recorded, every variant): /undo 1 then /undo 2 leave the first 
       ["4:user", "fifth: the last word"],
       ["4:assistant", "ACK 6: fifth: the last word"],
     ]);
+    // The user inputs of the model's last request: the withdrawn turns are the ones it never saw either.
+    const requests = (await Deno.readTextFile(`${ROOT}${variant}/undo/model-requests.jsonl`)).trim()
+      .split("\n").map((l) => JSON.parse(l) as { messages: { role: string; content: unknown }[] });
+    const seen = requests.at(-1)!.messages.filter((m) => m.role === "user")
+      .map((m) => typeof m.content === "string" ? m.content : JSON.stringify(m.content))
+      .filter((c) => !c.includes("system-reminder"));
+    assertEquals(plan.toSend.filter((c) => c.role === "user").map((c) => c.payload.content), seen, variant);
     const retracted = [1, 2, 3].flatMap((i) => [`${i}:user retracted`, `${i}:assistant retracted`]);
     assertEquals(plan.skipped.map((s) => `${s.key} ${s.reason}`), retracted);
     // The withdrawn turns settle the plan: the cursor and the watermark pass them.
     const ack = acknowledge(plan, plan.toSend.length, 0, scan.turns, scan.nextIndex);
     assertEquals([ack.ackedBelow, ack.resumeAt], [5, undefined]);
-  }
-});
-
-Deno.test("undo (recorded): the model never saw the withdrawn turns — the same ones capture leaves out", async () => {
-  for (const variant of ["2.1.0", "0.41.0", "0.41.0-legacy"]) {
-    const requests = (await Deno.readTextFile(`${ROOT}${variant}/undo/model-requests.jsonl`)).trim()
-      .split("\n").map((l) => JSON.parse(l) as { messages: { role: string; content: unknown }[] });
-    const last = requests.at(-1)!.messages.filter((m) => m.role === "user")
-      .map((m) => typeof m.content === "string" ? m.content : JSON.stringify(m.content))
-      .filter((c) => !c.includes("system-reminder"));
-    assertEquals(last, ["first: keep this one", "fifth: the last word"], variant);
   }
 });
 
@@ -366,16 +362,6 @@ Deno.test("read: a filter skips JSON parsing of uninteresting lines", async () =
   assertEquals(r.lines.map((l) => l.value.type), ["turn.prompt"]);
 });
 
-Deno.test("read: lines longer than the read chunk (multi-MB) are read whole", async () => {
-  await using dir = await tempDir();
-  const p = `${dir.path}/wire.jsonl`;
-  const big = "x".repeat(3 * 1024 * 1024);
-  await Deno.writeTextFile(p, line({ big }) + line({ after: 1 }));
-  const r = await readJournal(p);
-  assertEquals(r.lines.length, 2);
-  assertEquals((r.lines[0].value.big as string).length, big.length);
-});
-
 Deno.test("read: a line over 64 MiB is skipped unread, the lines after it read at their offsets", async () => {
   // One of 600 MiB threw at every capture ("buffer exceeds maximum length": no string holds it), so the
   // session's later turns were never sent; now it is passed over without being held.
@@ -416,14 +402,18 @@ async function bytesWorked(fn: () => Promise<unknown>): Promise<number> {
   return work;
 }
 
-Deno.test("read: one line of many read chunks is scanned and copied a bounded number of times per byte", async () => {
+Deno.test("read: a line of many read chunks is read whole, each byte scanned and copied a bounded number of times", async () => {
   await using dir = await tempDir();
   const p = `${dir.path}/wire.jsonl`;
-  const text = line({ big: "x".repeat(8 * 1024 * 1024) });
+  const text = line({ big: "x".repeat(8 * 1024 * 1024) }) + line({ after: 1 });
   await Deno.writeTextFile(p, text);
   let read: Awaited<ReturnType<typeof readJournal>> | undefined;
-  const work = await bytesWorked(async () => read = await readJournal(p, undefined, () => false));
-  assertEquals(read?.endOffset, text.length);
+  const work = await bytesWorked(async () => read = await readJournal(p));
+  assertEquals(read?.lines.map((l) => Object.keys(l.value)), [["big"], ["after"]]);
+  assertEquals([(read?.lines[0].value.big as string).length, read?.endOffset], [
+    8 * 1024 * 1024,
+    text.length,
+  ]);
   // rescanning and recopying the unfinished line at every 1 MiB chunk came to 15 bytes of work a byte
   assertTrue(work < 4 * text.length, `${work} bytes scanned and copied for a line of ${text.length}`);
 });

@@ -10,7 +10,6 @@ import { assertEquals, assertTrue } from "../support/assert.ts";
 import {
   echoContext,
   FAKE_MEMORY_LINE,
-  FAKE_PROFILE_ROW,
   FakeOpenViking,
   queryMemoryLine,
 } from "../support/fake-openviking.ts";
@@ -37,16 +36,13 @@ import { denoEnv, runCli } from "../support/run.ts";
 import { OFFERED_TOOLS } from "../support/fake-mcp.ts";
 
 /** How the plugin is installed into Kimi. */
-export type Mode = "config" | "plugin";
+export type Mode = "plugin";
 
 /** Options every e2e `Deno.test` uses: Kimi's detached hook workers outlive single ops. */
 export const E2E_TEST = { sanitizeOps: false, sanitizeResources: false } as const;
 
 /** The prefix Kimi gives our MCP tools in each install mode (observed in the tool list Kimi sends). */
-export const MCP_PREFIX: Record<Mode, string> = {
-  config: "mcp__openviking__",
-  plugin: "mcp__plugin-openviking-memory_openviking__",
-};
+export const MCP_PREFIX: Record<Mode, string> = { plugin: "mcp__plugin-openviking-memory_openviking__" };
 
 /** The MCP tools a chat request offers the model (any server's), sorted. */
 export const mcpTools = (req: ChatRequest): string[] =>
@@ -63,14 +59,12 @@ export function hookResult(stdout: string): string {
 
 /**
  * What the prompt hook prints for `prompt` against a rig's fake (which answers every query with the default
- * memory and one of that query's, {@link echoContext}): the first prompt of a session the profile's row
- * (config mode; in plugin mode the profile is in the system prompt), the default memory and the prompt's; a
+ * memory and one of that query's, {@link echoContext}): the first prompt of a session the default memory and
+ * the prompt's (the profile is in the plugin's system prompt); a
  * later prompt only its own memory — the default one is never printed twice in a session.
  */
-export function expectedDigest(mode: Mode, prompt: string, first: boolean): string {
-  const lines = first
-    ? [...(mode === "config" ? [FAKE_PROFILE_ROW] : []), FAKE_MEMORY_LINE, queryMemoryLine(prompt)]
-    : [queryMemoryLine(prompt)];
+export function expectedDigest(_mode: Mode, prompt: string, first: boolean): string {
+  const lines = first ? [FAKE_MEMORY_LINE, queryMemoryLine(prompt)] : [queryMemoryLine(prompt)];
   return `<openviking-context>\n${lines.join("\n")}\n</openviking-context>`;
 }
 

@@ -1,9 +1,10 @@
 /**
- * Fuzzing install and uninstall with random and mutated user documents — config.toml (generated TOML, then
- * edited, or holding an older config-mode block), mcp.json, plugins/installed.json and ovcli.conf: each
- * planner produces a result that parses or refuses with a message, and never throws; uninstall takes out
- * only our mcp.json member and refuses exactly what JSON.parse refuses. The same documents through `install`
- * / `uninstall` in a Kimi home: exit 0 with every written file parsing, or exit 1 with every file unchanged.
+ * Fuzzing the install planners with random and mutated user documents — config.toml (generated TOML, then
+ * edited: characters, lines, stray marker lines, an older block), mcp.json, plugins/installed.json and
+ * ovcli.conf: each planner either produces a result that parses or refuses with a message; it never throws.
+ * mcp.json documents in every layout: uninstall takes out only our member and refuses exactly what JSON.parse
+ * refuses. The same documents through `install` / `uninstall` end to end in a Kimi home: exit 0 with every
+ * written file parsing, or exit 1 with every file byte-identical.
  */
 
 import fc from "fast-check";
@@ -17,11 +18,11 @@ import { planOvcli } from "../../install/ovcli.ts";
 import { BLOCK_BEGIN, BLOCK_END, MCP_SERVER_NAME, PLUGIN_ID } from "../../install/spec.ts";
 import { parseToml, planConfigUninstall } from "../../install/toml-block.ts";
 import { isRecord as isObject } from "../../lib/parsed.ts";
+import { withOlderBlock } from "../install/config_mode_home.ts";
 import { fileText, mutated, nastyString, params } from "./arbitraries.ts";
-import { MCP_ENTRY, mcpDocument } from "../install/json_arbitrary.ts";
+import { mcpDocument } from "../install/json_arbitrary.ts";
 import { deletionOf, parseLoose } from "../install/text_diff.ts";
 import { installSandbox, opts } from "../install/helpers.ts";
-import { olderConfigBlock } from "../install/config_mode_home.ts";
 
 const NOW = new Date("2026-11-30T12:00:00.000Z");
 
@@ -37,7 +38,7 @@ const tomlPieces = fc.oneof(
 const configText = fileText(
   tomlDocument(),
   mutated(tomlDocument(), tomlPieces),
-  tomlDocument().map((d) => `${d}\n${olderConfigBlock("/old/openviking-kimi")}\n`).chain((d) =>
+  tomlDocument().map((d) => withOlderBlock(d, "/old/openviking-kimi")).chain((d) =>
     fc.oneof(fc.constant(d), mutated(fc.constant(d), tomlPieces))
   ),
 );
@@ -46,7 +47,10 @@ const mcpText = fileText(
   '{\n\t"mcpServers": {\n\t\t"other": {"command": "x", "args": ["y"]}\n\t},\n\t"z": 1\n}\n',
   fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 })
     .map((servers) => JSON.stringify({ mcpServers: servers }, null, 2)),
-  fc.constantFrom({ command: "node", args: ["/x/mcp-proxy.mjs"] }, MCP_ENTRY)
+  fc.constantFrom({ command: "node", args: ["/x/mcp-proxy.mjs"] }, {
+    command: "/o/openviking-kimi",
+    args: ["mcp"],
+  })
     .map((openviking) => JSON.stringify({ mcpServers: { openviking } })),
   fc.constantFrom("\ufeff{}", ""),
 );
@@ -84,15 +88,18 @@ function parsesOrRefuses(
   }
 }
 
-Deno.test("fuzz: config.toml uninstall, installed.json and ovcli.conf planners — a result that parses, or a refusal", () => {
+Deno.test("fuzz: config.toml, installed.json and ovcli.conf planners — a result that parses, or a refusal", () => {
   const creds = fc.record(
     { url: nastyString, apiKey: nastyString, account: nastyString, user: nastyString },
-    { requiredKeys: [] },
+    {
+      requiredKeys: [],
+    },
   );
   const ovcli = fileText('{"url":"http://h:1","api_key":"k"}');
   fc.assert(
     fc.property(configText, registryText, ovcli, creds, (text, registry, conf, creds) => {
-      parsesOrRefuses(planConfigUninstall(text), (t) => parseToml(t).ok, "config.toml after uninstall");
+      const tomlParses = (t: string) => parseToml(t).ok;
+      parsesOrRefuses(planConfigUninstall(text), tomlParses, "config.toml after uninstall");
 
       const registryParses = (t: string) => parseRegistry(t).ok;
       const ri = planRegistryInstall(registry, { root: "/k/r", originalSource: "/src" }, NOW);
@@ -112,33 +119,59 @@ Deno.test("fuzz: config.toml uninstall, installed.json and ovcli.conf planners �
   );
 });
 
-Deno.test("fuzz: mcp.json in any layout — uninstall removes only our member, refuses exactly what JSON.parse refuses", () => {
-  const doc = fc.oneof(
-    mcpDocument,
+Deno.test("fuzz: mcp.json in any layout — uninstall takes out only our member, one deletion; anyone else's stays", () => {
+  fc.assert(
+    fc.property(mcpDocument, (doc) => {
+      const parsed = parseLoose(doc.text) as Record<string, unknown>;
+      const un = planMcpUninstall(doc.text);
+      assertTrue(un.ok);
+      if (!un.ok) return;
+      if (doc.openviking !== "ours" && doc.openviking !== "old-ours") {
+        assertEquals(un.after, doc.text);
+        return;
+      }
+      const rest = { ...(parsed.mcpServers as Record<string, unknown>) };
+      delete rest[MCP_SERVER_NAME];
+      if (un.after === undefined) {
+        assertEquals(
+          { ...parsed, mcpServers: rest },
+          { mcpServers: {} },
+          "only an empty mcpServers was left",
+        );
+      } else {
+        assertTrue(deletionOf(doc.text, un.after) !== undefined, "one deletion");
+        assertEquals(parseLoose(un.after), { ...parsed, mcpServers: rest });
+      }
+    }),
+    params(1500),
+  );
+});
+
+Deno.test("fuzz: mcp.json uninstall refuses exactly what JSON.parse refuses, and never throws", () => {
+  const text = fc.oneof(
+    mcpDocument.map((d) => d.text),
     mutated(
       mcpDocument.map((d) => d.text),
       fc.constantFrom(",", "}", "{", '"', "\\", ":", "]", " ", "\r", "1"),
-    ).map((text) => ({ text, openviking: undefined })),
+    ),
   );
   fc.assert(
-    fc.property(doc, ({ text: before, openviking }) => {
+    fc.property(text, (t) => {
       let valid = true;
       try {
-        JSON.parse(before.replace(/^\ufeff/, ""));
+        JSON.parse(t.replace(/^\ufeff/, ""));
       } catch {
         valid = false;
       }
-      const un = planMcpUninstall(before);
-      if (!valid && before.trim() !== "") return assertEquals(un.ok, false, JSON.stringify(before));
-      if (!un.ok) return assertTrue(openviking === undefined && /mcp\.json/.test(un.error), un.error);
-      const ours = openviking === "ours" || openviking === "old-ours";
-      if (openviking !== undefined) assertEquals(un.changed, ours, `${openviking} entry`);
-      if (!un.changed) return assertEquals(un.after ?? before, before);
-      const servers = { ...(parseLoose(before) as { mcpServers: Record<string, unknown> }).mcpServers };
-      delete servers[MCP_SERVER_NAME];
-      if (un.after === undefined) return assertEquals(Object.keys(servers).length, 0, "only ours was left");
-      assertTrue(deletionOf(before, un.after) !== undefined, "one deletion");
-      assertEquals(parseLoose(un.after), { ...parseLoose(before) as object, mcpServers: servers });
+      const uninstall = planMcpUninstall(t);
+      if (!valid && t.trim() !== "") {
+        assertEquals(uninstall.ok, false, JSON.stringify(t));
+        return;
+      }
+      if (!uninstall.ok) assertTrue(/mcp\.json/.test(uninstall.error));
+      else if (uninstall && uninstall.changed && uninstall.after !== undefined) {
+        assertTrue(parsesAsJsonObject(uninstall.after));
+      }
     }),
     params(1500),
   );

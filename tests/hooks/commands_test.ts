@@ -111,32 +111,6 @@ Deno.test("recall: a server that does not answer is told apart from nothing rele
   assertEquals(renderRecall(nothing).includes("recall failed"), false);
 });
 
-Deno.test("recall: memories in score order, and a folder's summary is no memory — in the hook's digest and the list", async () => {
-  await using w = await world();
-  const entry = (uri: string, score: number, text: string, detail = "abstract") => ({
-    uri: `viking://user/default/memories/${uri}`,
-    category: "preferences",
-    score,
-    detail,
-    text,
-    origin: "self",
-  });
-  // As the real server ranks them (a peer penalty puts a higher score lower), with a directory's overview.
-  w.fake.context.entries = [
-    entry("preferences/default", 0.91, "# Preferences Overview\nUser: default\nTabs and quotes.", "overview"),
-    entry("preferences/default/quotes.md", 0.52, "The user prefers double quotes."),
-    entry("preferences/default/tabs.md", 0.87, "The user indents with tabs."),
-  ];
-  const out = await recallPreview("how do I format this file?", w.home, w.env);
-  const ranked = [["preferences/default/tabs.md", 0.87], ["preferences/default/quotes.md", 0.52]];
-  assertEquals(out.memories.map((m) => [m.uri.replace(/^.*\/memories\//, ""), m.score]), ranked);
-  assertTrue(!out.stdout.includes("Overview") && !out.stdout.includes("preferences/default)"), out.stdout);
-  assertMatch(
-    renderRecall(out),
-    /2 memories via context[^\n]*\n {2}0\.87 [^\n]*tabs\.md[^\n]*\n {2}0\.52 [^\n]*quotes\.md/,
-  );
-});
-
 Deno.test("recall with memory paused (the breaker open): says so and why at once, as the hook would, asking nothing", async () => {
   await using w = await world();
   const [state, at, origin] = [`${w.home}/.openviking/state`, Date.now() - 60_000, originOf(w.fake.url)];

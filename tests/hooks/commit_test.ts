@@ -58,19 +58,6 @@ Deno.test("balanced: a Stop commits once enough text has gathered, short turns w
   assertEquals([s.commits(), (await s.state()).capturedSinceCommit], [3, 0]);
 });
 
-Deno.test("session-end: no Stop commits, however long; PreCompact and a failed turn do", async () => {
-  await using s = await sandbox("session-end");
-  const long = "A long explanation of the change and the tests that cover it. ".repeat(300);
-  for (let i = 0; i < 3; i++) await s.turn(`long change ${i}`, long);
-  await s.turn("Remember the staging port is 6543");
-  assertEquals(s.commits(), 0);
-  await s.hook("pre-compact");
-  assertEquals(s.commits(), 1);
-  await s.turn("one more question");
-  await s.hook("stop-failure");
-  assertEquals(s.commits(), 2);
-});
-
 Deno.test("a session start commits another session left uncommitted since the idle time, not a recent one; under every-turn it reads no other session's state", async () => {
   await using s = await sandbox("balanced");
   await s.turn("a question in a session that will be killed");

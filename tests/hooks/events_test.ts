@@ -4,7 +4,7 @@
  */
 
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
-import { DEFAULT_ENTRY, FAKE_DIGEST_FIRST } from "../support/fake-openviking.ts";
+import { DEFAULT_ENTRY, FAKE_DIGEST } from "../support/fake-openviking.ts";
 import { loadConfig } from "../../openviking/config.ts";
 import { messagesOf } from "../../cli/turns.ts";
 import { writeState } from "../../memory/state.ts";
@@ -25,7 +25,7 @@ for (const condition of CONDITIONS) {
       const r = await s.run("user-prompt-submit", { prompt: PROMPT, is_steer: false });
       const st = await s.promptState();
       if (condition === "fine") {
-        assertEquals(r, `${FAKE_DIGEST_FIRST}\n`);
+        assertEquals(r, `${FAKE_DIGEST}\n`);
         const search = s.fake.requestsTo(SEARCH)[0];
         // No dedup_turns with the digest: the server would hold back what it returned and the digest never showed.
         const query = "how should I indent this file?";
@@ -35,7 +35,7 @@ for (const condition of CONDITIONS) {
         assertMatch(search.headers["x-openviking-actor-peer"], /^[A-Za-z0-9_.@-]+$/);
         const { origin: _, ...memory } = DEFAULT_ENTRY;
         const recall = { source: "context", memories: [memory] };
-        assertEquals([st.profileInjected, st.recall, st.injectedUris], [true, recall, [DEFAULT_ENTRY.uri]]);
+        assertEquals([st.recall, st.injectedUris], [recall, [DEFAULT_ENTRY.uri]]);
       } else {
         // No memory when the server cannot answer; the turn goes on. One that took the request and did not
         // answer in time pauses memory, and says so once (tests/hooks/breaker_process_test.ts).
@@ -43,7 +43,7 @@ for (const condition of CONDITIONS) {
           `openviking-kimi: memory paused — OpenViking at ${s.env.OPENVIKING_URL} did not answer; `;
         if (condition === "slow") assertMatch(r, new RegExp(`^${paused}\`[^\`\n]+ status\` says why\n$`));
         else assertEquals(r, "");
-        assertEquals(st.profileInjected, false, "the profile is retried on a later prompt");
+        assertEquals(st.injectedUris, [], "nothing shown");
       }
     });
   }
@@ -85,7 +85,7 @@ for (const condition of CONDITIONS) {
         assertEquals(queued.at(-1)?.kind, "commit");
         for (const q of queued) assertEquals((await Deno.stat(q.file)).mode! & 0o777, 0o600);
       }
-      if (event === "pre-compact") assertEquals((await s.promptState()).profileInjected, false);
+      if (event === "pre-compact") assertEquals((await s.promptState()).injectedUris, []);
     });
   }
 
@@ -125,7 +125,7 @@ Deno.test("hook pre-tool-use: no network, deny only viking:// paths; gates — d
   assertEquals(s.fake.requests.length, 0);
 });
 
-Deno.test("hook user-prompt-submit: the profile once per session; the same prompt later asks nothing and prints no second copy; string prompts work", async () => {
+Deno.test("hook user-prompt-submit: the same prompt later asks nothing and prints no second copy; string prompts work", async () => {
   await using s = await sandbox("fine");
   const run = (prompt: unknown) => s.run("user-prompt-submit", { prompt });
   const image = { type: "image_url", image_url: { url: "x" } };
@@ -133,17 +133,13 @@ Deno.test("hook user-prompt-submit: the profile once per session; the same promp
     type: "text",
     text: "this file?",
   }]);
-  assertEquals(first, `${FAKE_DIGEST_FIRST}\n`);
+  assertEquals(first, `${FAKE_DIGEST}\n`);
   // The whole request body is pinned by `hook user-prompt-submit, server fine`.
   const body = (n: number) => s.fake.requestsTo(SEARCH)[n].body as Record<string, unknown>;
   assertEquals(body(0).query, "how should I indent\nthis file?");
   await new Promise((r) => setTimeout(r, 600));
   // Before: the reused block printed the same memory again. Now the session already has it: nothing.
-  assertEquals(
-    await run("how should I indent\nthis file?"),
-    "",
-    "no profile the second time, and no second copy",
-  );
+  assertEquals(await run("how should I indent\nthis file?"), "", "no second copy");
   assertEquals(s.fake.requestsTo(SEARCH).length, 1, "reuse makes no request");
   await run("what about <openviking-context>old</openviking-context> naming conventions?");
   assertEquals(body(1).query, "what about  naming conventions?");
@@ -151,22 +147,22 @@ Deno.test("hook user-prompt-submit: the profile once per session; the same promp
   assertEquals(body(1).exclude_uris, excluded, "memories the session already has are excluded");
 });
 
-Deno.test("hook user-prompt-submit: two identical hooks at the same moment print once, profile once", async () => {
+Deno.test("hook user-prompt-submit: two identical hooks at the same moment print once", async () => {
   await using s = await sandbox("fine");
   s.fake.fault({ route: SEARCH, delayMs: 300, times: 1 });
   const outs = await Promise.all([1, 2].map(() => s.run("user-prompt-submit", { prompt: PROMPT })));
-  assertEquals(outs.sort(), ["", `${FAKE_DIGEST_FIRST}\n`]);
-  assertEquals(s.fake.requestsTo("GET /api/v1/system/status").length, 1, "profile fetched once");
+  assertEquals(outs.sort(), ["", `${FAKE_DIGEST}\n`]);
   assertEquals(s.fake.requestsTo(SEARCH).length, 1);
 });
 
-Deno.test("hook session-start: a repeat within 2 s is ignored; resume keeps the profile flag, startup resets it", async () => {
+Deno.test("hook session-start: a repeat within 2 s is ignored; resume keeps what was shown, startup resets it", async () => {
   await using s = await sandbox("fine");
   await s.run("user-prompt-submit", { prompt: "how should I indent this file?" });
-  assertEquals((await s.promptState()).profileInjected, true);
+  const shown = [DEFAULT_ENTRY.uri];
+  assertEquals((await s.promptState()).injectedUris, shown);
   const start = (source: string) => s.run("session-start", { source });
   await start("resume");
-  assertEquals((await s.promptState()).profileInjected, true, "a resumed session has its profile in context");
+  assertEquals((await s.promptState()).injectedUris, shown, "a resumed session has its memories in context");
   const at = (await s.promptState()).lastSessionStartAt;
   await start("startup");
   assertEquals((await s.promptState()).lastSessionStartAt, at, "repeat within 2 s ignored");
@@ -174,5 +170,5 @@ Deno.test("hook session-start: a repeat within 2 s is ignored; resume keeps the 
   const prompted = await s.promptState();
   await writeState(s.stateFile(`${s.session}.prompt`), { ...prompted, lastSessionStartAt: at! - 2100 });
   await start("startup");
-  assertEquals((await s.promptState()).profileInjected, false);
+  assertEquals((await s.promptState()).injectedUris, []);
 });

@@ -30,7 +30,7 @@ Deno.test({
     ];
     fake.context = { entries: [{ uri, text: memory, score: 0.9 }] };
     const t = await installSandbox(dir.path, { OPENVIKING_URL: fake.url });
-    await t.run(runInstall, { mode: "plugin" });
+    await t.run(runInstall);
     const manifest = JSON.parse(await Deno.readTextFile(`${t.plugin}/kimi.plugin.json`));
     const command = (event: string) =>
       (manifest.hooks as { command: string }[]).find((h) => h.command.endsWith(` hook ${event}`))!.command;

@@ -28,11 +28,6 @@ const DAMAGES: [string, (file: string) => Promise<void>, ((f: FakeOpenViking) =>
     (f) => Deno.writeTextFile(f, ""),
     (fake) => fake.fault({ route: "GET /api/v1/sessions/:id*", status: 503 }),
   ],
-  [
-    "left empty while a proxy's 404 page answers for the server (nothing sent until it can)",
-    (f) => Deno.writeTextFile(f, ""),
-    (fake) => fake.fault({ route: "GET /api/v1/sessions/:id*", raw: { status: 404, body: "<h1>404</h1>" } }),
-  ],
 ];
 
 for (const [name, damage, fault] of DAMAGES) {

@@ -4,7 +4,7 @@
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
-import { FAKE_DIGEST, FAKE_DIGEST_FIRST, type FakeTask } from "../support/fake-openviking.ts";
+import { FAKE_DIGEST, type FakeTask } from "../support/fake-openviking.ts";
 import { WORKER_ENV } from "../../kimi/detach.ts";
 import { systemPromptText } from "../../memory/system-prompt.ts";
 import { type World, world } from "./world.ts";
@@ -46,7 +46,7 @@ Deno.test("three failed extractions: the next session's first prompt says so onc
   const asked = fake.requests.length;
   const first = await prompt(w, "session_new", "how should I indent this file?");
   const lines = first.trimEnd().split("\n");
-  assertEquals(lines.slice(0, -1).join("\n"), FAKE_DIGEST_FIRST, "the digest comes first, unchanged");
+  assertEquals(lines.slice(0, -1).join("\n"), FAKE_DIGEST, "the digest comes first, unchanged");
   assertMatch(lines.at(-1)!, ALARM_LINE);
   assertEquals(fake.requestsTo("GET /api/v1/tasks").length, 1, "the prompt asked the server no task");
   assertTrue(fake.requests.length > asked, "the prompt recalled");
@@ -80,7 +80,7 @@ Deno.test("three failed extractions: the next session's first prompt says so onc
   // The model fixed: a commit makes memory again; the next session start ends the alarm.
   fake.tasks.set("9-new", task("kc-session_new", 1, "completed", 0));
   await start(w, "session_next");
-  assertEquals(await prompt(w, "session_next", "how should I indent this file?"), `${FAKE_DIGEST_FIRST}\n`);
+  assertEquals(await prompt(w, "session_next", "how should I indent this file?"), `${FAKE_DIGEST}\n`);
   assertEquals(JSON.parse((await cli("status", "--json")).stdout).extraction, undefined);
   const healthy = await cli("doctor", "--json");
   assertEquals(JSON.parse(healthy.stdout).checks.some((c: { id: string }) => c.id === "extraction"), false);
@@ -134,12 +134,8 @@ Deno.test("plugin mode: the SessionStart and commit workers put the profile into
   assertEquals(await w.run("session-start", { source: "startup" }, worker), "");
   assertStringIncludes(await refreshed(), '<user-profile uri="viking://user/default/memories/profile.md">');
   assertEquals((await Deno.stat(file)).mode! & 0o777, 0o600);
-  const prompt = await w.run("user-prompt-submit", { prompt: "how should I indent this?" }, {
-    OPENVIKING_DEBUG: "1",
-  });
+  const prompt = await w.run("user-prompt-submit", { prompt: "how should I indent this?" });
   assertEquals(prompt, `${FAKE_DIGEST}\n`, "the memory, and no profile: it is in the system prompt");
-  const log = await Deno.readTextFile(`${w.home}/.openviking/logs/kimicode-hooks.log`);
-  assertMatch(log, /"event":"user-prompt-submit".*"profile":"system-prompt"/);
   assertEquals(w.fake.requestsTo("GET /api/v1/content/read").length, 1, "profile.md read by the worker only");
 
   await Deno.writeTextFile(file, initial, { mode: 0o600 });
@@ -164,16 +160,6 @@ async function ledgerFile(home: string, name: string, ageMs: number): Promise<st
   await Deno.utime(file, t, t);
   return file;
 }
-
-Deno.test("ledger: a 40-day-old session's file is pruned by session start's detached worker", async () => {
-  await using w = await world({ env: { OPENVIKING_WRITE_PATH_ASYNC: "1", [WORKER_ENV]: "1" } });
-  const [old, recent] = [
-    await ledgerFile(w.home, "session_old", FORTY_DAYS),
-    await ledgerFile(w.home, "r", 0),
-  ];
-  await w.hook("session-start", { source: "startup" }, "session_new");
-  assertEquals([await exists(old), await exists(recent)], [false, true], "a recent one stays");
-});
 
 Deno.test("session start sweeps the whole home (ledger, temp files) at most once a day, inline too", async () => {
   await using w = await world({ env: { OPENVIKING_WRITE_PATH_ASYNC: "0" } });

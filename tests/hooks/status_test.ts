@@ -6,7 +6,6 @@
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking, MODEL_DOWN } from "../support/fake-openviking.ts";
-import { WORKER_ENV } from "../../kimi/detach.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { enqueueMessages, range } from "../support/queue.ts";
 import { destinationFor, SessionQueue } from "../../openviking/queue.ts";
@@ -435,19 +434,7 @@ Deno.test("status under balanced: captures that wait for a commit, by server aft
   assertMatch(await w.text(onB), /commit \d+ s ago: committed \(task task-idl\)/);
 });
 
-Deno.test("status: the idle watch's commit, after `install --url` of another server, is said made on the first", async () => {
-  await using w = await world({
-    env: { OPENVIKING_COMMIT_POLICY: "balanced", OPENVIKING_IDLE_COMMIT_SECONDS: "1" },
-  });
-  await w.say("a short question", "done");
-  await w.run("stop", {}, { [WORKER_ENV]: "1" }); // its watch commits once idle
-  assertEquals(w.commits(), 1);
-  const elsewhere = { ...w.env, OPENVIKING_URL: "http://127.0.0.1:9" };
-  const [c] = (await collectStatus(elsewhere, w.home)).sessions[0].commits;
-  assertEquals([c.outcome, c.origin?.url], ["committed", w.fake.url]);
-});
-
-Deno.test("status: a prompt whose recall or profile failed says why in its ledger line and in status", async () => {
+Deno.test("status: a prompt whose recall failed says why in its ledger line and in status", async () => {
   const key = "sk-quoted-back-4711";
   await using w = await world({ env: { OPENVIKING_API_KEY: key } });
   const { fake } = w;
@@ -477,21 +464,10 @@ Deno.test("status: a prompt whose recall or profile failed says why in its ledge
   assertEquals(error?.kind, "unreachable");
   assertMatch(error?.fix ?? "", /start the server|install --url/);
 
-  // The same prompt again, recall answering now but not the profile (its routes refuse the key): the failed
-  // recall was not kept for it, the server is asked again and the memory prints; the line says why there
-  // was no profile.
-  fake.fault({ route: "GET /api/v1/system/status", status: 401 });
-  fake.fault({ route: "GET /api/v1/fs/ls", status: 401 });
+  // The same prompt again, recall answering now: the failed recall was not kept for it, the memory prints.
   await new Promise((r) => setTimeout(r, DUPLICATE_WINDOW_MS)); // not the same hook fired twice
   assertMatch(await prompt("and the tests folder?"), /User prefers tabs/);
-  fake.clearFaults();
-  const third = (await ledger())[2];
-  const t = [third.path, third.profile, third.failure?.kind, third.failure?.status];
-  assertEquals(t, ["context", "unavailable", "auth", 401]);
-  assertEquals((await lastError())?.kind, "auth");
-  // Back to normal: no failure on the line.
-  await prompt("what about the build?");
-  assertEquals((await ledger())[3].failure, undefined);
+  assertEquals((await ledger())[2].failure, undefined);
   assertEquals((await Deno.readTextFile(ledgerFile)).includes(key), false);
 });
 

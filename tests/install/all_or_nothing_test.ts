@@ -10,6 +10,7 @@ import { canMountTmpfs, tempDir } from "../support/temp.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { fakeCompiled, installSandbox, snapshot } from "./helpers.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
+import { withOlderBlock, withOlderMcpEntry, writeConfigModeHome } from "./config_mode_home.ts";
 
 const isWindows = Deno.build.os === "windows";
 
@@ -20,19 +21,24 @@ type Home = Awaited<ReturnType<typeof installSandbox>>;
 
 const TESTER_MCP = '\ufeff{\r\n  "note": "caf\\u00e9",\r\n  "mcpServers": {\r\n    "a": {"command": "x", ' +
   '"startupTimeoutMs": 1.0, "env": {"BIG": 12345678901234567890}}\r\n  },\r\n  "z": 1e2\r\n}';
+/** An mcp.json of the user's, for the entry an older install added to it. */
+const TESTER_JSON = '{"note": "caf\\u00e9", "mcpServers": {"a": {"command": "x"}}, "z": 1e2}';
 const USER_CONFIG = '# mine\r\ndefault_model = "k3" # ✓\r\n';
 
 Deno.test("a refusal comes before anything is written, naming the file and the fix", async () => {
   const cases: { name: string; setup: (t: Home) => Promise<void>; says: RegExp }[] = [
     {
-      name: "a dangling config.toml symlink (link and target named)",
-      setup: (t) => Deno.symlink(`${t.root}/dotfiles/kimi.toml`, `${t.kimi}/config.toml`),
-      says: /config\.toml is a symbolic link to .*dotfiles\/kimi\.toml, which does not exist/,
+      name: "a dangling installed.json symlink (link and target named)",
+      setup: async (t) => {
+        await Deno.mkdir(`${t.kimi}/plugins`);
+        await Deno.symlink(`${t.root}/dotfiles/installed.json`, `${t.kimi}/plugins/installed.json`);
+      },
+      says: /installed\.json is a symbolic link to .*dotfiles\/installed\.json, which does not exist/,
     },
     {
-      name: "config.toml.bak is a directory",
+      name: "config.toml.bak is a directory (a config-mode home)",
       setup: async (t) => {
-        await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
+        await Deno.writeTextFile(`${t.kimi}/config.toml`, withOlderBlock(USER_CONFIG));
         await Deno.mkdir(`${t.kimi}/config.toml.bak/x`, { recursive: true });
       },
       says: /config\.toml\.bak is a directory.*move it/i,
@@ -89,61 +95,48 @@ Deno.test({
   ignore: isWindows,
   async fn() {
     await using fake = await FakeOpenViking.start({ apiKey: "sk-rollback-test" });
-    const midWay = (mcp?: string) => async (t: Home): Promise<Run> => {
-      if (mcp !== undefined) {
-        await Deno.writeTextFile(`${t.kimi}/mcp.json`, mcp, { mode: 0o644 });
-        await Deno.writeTextFile(`${t.kimi}/mcp.json.bak`, "an older backup\n");
-      }
-      await Deno.symlink(await tooLongTarget(t.root, USER_CONFIG), `${t.kimi}/config.toml`);
-      // A server that takes the key: install then saves it, in the same run that fails.
-      return () => t.run(runInstall, { credentials: { url: fake.url, apiKey: "sk-rollback-test" } }, {}, 1);
-    };
     const cases: { name: string; setup: (t: Home) => Promise<Run>; says: RegExp }[] = [
-      { name: "at config.toml, after mcp.json and ovcli.conf", setup: midWay(TESTER_MCP), says: /mcp\.json/ },
-      { name: "at config.toml, after a new mcp.json", setup: midWay(), says: /could not write .*kkkk/ },
       {
-        name: "plugin mode at the registry: config mode and no plugin directory",
+        name: "at mcp.json, after ovcli.conf and config.toml (and its older .bak)",
         setup: async (t) => {
+          await Deno.writeTextFile(`${t.kimi}/config.toml`, withOlderBlock(USER_CONFIG), { mode: 0o644 });
+          await Deno.writeTextFile(`${t.kimi}/config.toml.bak`, "an older backup\n");
+          const mcp = await tooLongTarget(t.root, withOlderMcpEntry(TESTER_JSON));
+          await Deno.symlink(mcp, `${t.kimi}/mcp.json`);
+          // A server that takes the key: install then saves it, in the same run that fails.
+          return () =>
+            t.run(runInstall, { credentials: { url: fake.url, apiKey: "sk-rollback-test" } }, {}, 1);
+        },
+        says: /could not write .*kkkk.*Rolled back .*ovcli\.conf.*config\.toml/,
+      },
+      {
+        name: "a release binary at the registry: the executable, config mode out, the plugin directory",
+        setup: async (t) => {
+          const self = await fakeCompiled(t.root);
+          // An older executable already in place from an earlier install.
+          const bin = `${t.home}/.openviking/agent-integrations/kimicode/bin/openviking-kimi`;
+          await Deno.mkdir(`${t.home}/.openviking/agent-integrations/kimicode/bin`, { recursive: true });
+          await Deno.writeTextFile(bin, "#!/bin/sh\necho old\n", { mode: 0o755 });
           await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
-          await Deno.writeTextFile(`${t.kimi}/mcp.json`, TESTER_MCP);
-          await t.run(runInstall);
+          await writeConfigModeHome(t.kimi);
           await Deno.mkdir(`${t.kimi}/plugins`);
           const registry = JSON.stringify({ version: 1, plugins: [] });
           await Deno.symlink(await tooLongTarget(t.root, registry), `${t.kimi}/plugins/installed.json`);
-          return () => t.run(runInstall, { mode: "plugin" }, {}, 1);
+          return () => t.run(runInstall, {}, { self }, 1);
         },
-        says: /rolled back/i,
+        says: /Rolled back .*bin\/openviking-kimi.*config\.toml.*mcp\.json.*openviking-memory/,
       },
       {
         name: "uninstall at mcp.json: config.toml's block",
         setup: async (t) => {
-          await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
-          const short = `${t.root}/dotfiles/mcp.json`;
-          await Deno.mkdir(`${t.root}/dotfiles`);
-          await Deno.writeTextFile(short, TESTER_MCP);
-          await Deno.symlink(short, `${t.kimi}/mcp.json`);
-          await t.run(runInstall);
-          const installed = await Deno.readTextFile(short);
-          await Deno.remove(`${t.kimi}/mcp.json`);
-          await Deno.symlink(await tooLongTarget(t.root, installed), `${t.kimi}/mcp.json`);
+          await Deno.writeTextFile(`${t.kimi}/config.toml`, withOlderBlock(USER_CONFIG));
+          await Deno.symlink(
+            await tooLongTarget(t.root, withOlderMcpEntry(TESTER_JSON)),
+            `${t.kimi}/mcp.json`,
+          );
           return () => t.run(runUninstall, {}, {}, 1);
         },
         says: /could not write .*kkkk.*Rolled back .*config\.toml/,
-      },
-      {
-        name:
-          "switching a compiled binary's plugin mode to config mode at config.toml: binary, plugin, registry",
-        setup: async (t) => {
-          const self = await fakeCompiled(t.root);
-          await t.run(runInstall, { mode: "plugin" }, { self });
-          // An older executable already in place from an earlier config-mode install.
-          const bin = `${t.home}/.openviking/agent-integrations/kimicode/bin/openviking-kimi`;
-          await Deno.mkdir(`${t.home}/.openviking/agent-integrations/kimicode/bin`, { recursive: true });
-          await Deno.writeTextFile(bin, "#!/bin/sh\necho old\n", { mode: 0o755 });
-          await Deno.symlink(await tooLongTarget(t.root, USER_CONFIG), `${t.kimi}/config.toml`);
-          return () => t.run(runInstall, { mode: "config" }, { self }, 1);
-        },
-        says: /ERR .*Rolled back .*installed\.json.*openviking-memory/,
       },
     ];
     for (const c of cases) {
@@ -170,7 +163,7 @@ Deno.test({
     await Deno.mkdir(disk);
     await new Deno.Command("mount", { args: ["-t", "tmpfs", "-o", "size=64k", "tmpfs", disk] }).output();
     try {
-      await Deno.writeTextFile(`${disk}/kimi.toml`, USER_CONFIG);
+      await Deno.writeTextFile(`${disk}/mcp.json`, withOlderMcpEntry(TESTER_JSON));
       const filler = await Deno.open(`${disk}/filler`, { write: true, create: true });
       try {
         while (true) await filler.write(new Uint8Array(4096));
@@ -179,13 +172,13 @@ Deno.test({
       } finally {
         filler.close();
       }
-      await Deno.symlink(`${disk}/kimi.toml`, `${t.kimi}/config.toml`);
-      await Deno.writeTextFile(`${t.kimi}/mcp.json`, TESTER_MCP);
+      await Deno.symlink(`${disk}/mcp.json`, `${t.kimi}/mcp.json`);
+      await Deno.writeTextFile(`${t.kimi}/config.toml`, withOlderBlock(USER_CONFIG));
       const before = await snapshot(t.home);
       const said = await t.run(runInstall, {}, {}, 1);
       assertEquals(await snapshot(t.home), before);
-      assertEquals(await Deno.readTextFile(`${disk}/kimi.toml`), USER_CONFIG);
-      assertMatch(said, /could not write .*kimi\.toml.*the disk is full\. Rolled back .*mcp\.json/);
+      assertEquals(await Deno.readTextFile(`${disk}/mcp.json`), withOlderMcpEntry(TESTER_JSON));
+      assertMatch(said, /could not write .*mcp\.json.*the disk is full\. Rolled back .*config\.toml/);
     } finally {
       await new Deno.Command("umount", { args: [disk] }).output();
     }

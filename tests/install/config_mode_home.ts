@@ -26,27 +26,38 @@ export function olderConfigBlock(program: string, eol = "\n", createdFile = fals
   return [...lines, BLOCK_END].join(eol);
 }
 
+/** `config.toml` text `before` (undefined: no file) with the block an older install appended, as it placed it. */
+export function withOlderBlock(before: string | undefined, program = DEFAULT_PROGRAM): string {
+  const text = before ?? "";
+  const eol = /^[^\n]*\r\n/.test(text) ? "\r\n" : "\n";
+  const block = olderConfigBlock(program, eol, before === undefined);
+  return text === "" || text.endsWith("\n") ? `${text}${block}${eol}` : `${text}${eol}${block}`;
+}
+
+/** `mcp.json` text `before` (undefined: no file) with the entry an older install wrote, 2-space JSON. */
+export function withOlderMcpEntry(before: string | undefined, program = DEFAULT_PROGRAM): string {
+  const json = JSON.parse(before ?? "{}");
+  json.mcpServers = { ...json.mcpServers, openviking: { command: program, args: ["mcp"] } };
+  return `${JSON.stringify(json, null, 2)}\n`;
+}
+
+const DEFAULT_PROGRAM = "/opt/openviking-kimi/bin/openviking-kimi";
+
 /**
  * Registers `program` in config mode in Kimi home `kimi` as an older install did (the user's `config.toml`, and
  * `mcp.json` when there, kept around our part); returns what it wrote.
  */
 export async function writeConfigModeHome(
   kimi: string,
-  program = "/opt/openviking-kimi/bin/openviking-kimi",
+  program = DEFAULT_PROGRAM,
 ): Promise<{ config: string; mcp: string; skill: string }> {
   await Deno.mkdir(`${kimi}/skills/openviking-memory`, { recursive: true });
-  const had = await Deno.readTextFile(`${kimi}/config.toml`).catch(() => undefined);
-  const before = had ?? "";
-  const eol = /^[^\n]*\r\n/.test(before) ? "\r\n" : "\n";
-  const block = olderConfigBlock(program, eol, had === undefined);
-  // Where the older install put it: after a final line ending, or after one it added.
-  const config = before === "" || before.endsWith("\n")
-    ? `${before}${block}${eol}`
-    : `${before}${eol}${block}`;
+  const config = withOlderBlock(
+    await Deno.readTextFile(`${kimi}/config.toml`).catch(() => undefined),
+    program,
+  );
   await Deno.writeTextFile(`${kimi}/config.toml`, config);
-  const json = JSON.parse(await Deno.readTextFile(`${kimi}/mcp.json`).catch(() => "{}"));
-  json.mcpServers = { ...json.mcpServers, openviking: { command: program, args: ["mcp"] } };
-  const mcp = `${JSON.stringify(json, null, 2)}\n`;
+  const mcp = withOlderMcpEntry(await Deno.readTextFile(`${kimi}/mcp.json`).catch(() => undefined), program);
   await Deno.writeTextFile(`${kimi}/mcp.json`, mcp);
   const skill = skillText("config");
   await Deno.writeTextFile(`${kimi}/skills/openviking-memory/SKILL.md`, skill);

@@ -23,7 +23,7 @@ const NOW = Date.parse("2026-11-30T12:00:00.000Z");
 async function setup(root: string, extra: Record<string, string>) {
   const t = await installSandbox(root, extra);
   const env = t.ctx().env;
-  const install = (mode: "config" | "plugin") => t.run(runInstall, { mode });
+  const install = () => t.run(runInstall);
   const doctor = () => runDoctor({ env, home: t.kimi, os: "posix", now: NOW });
   return { ...t, env, install, doctor };
 }
@@ -36,7 +36,7 @@ Deno.test("doctor: everything in place → no failure; queue and captures report
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start({ apiKey: "sk-doctor" });
   const t = await setup(dir.path, { OPENVIKING_URL: fake.url, OPENVIKING_API_KEY: "sk-doctor" });
-  await t.install("plugin");
+  await t.install();
   await enqueueCommit(pendingDir(t.env), "kc-1", "kc-1:0:assistant", NOW - 2 * 3_600_000);
   const state = {
     ...emptyState(),
@@ -78,10 +78,10 @@ Deno.test("doctor: wrong key, unknown protocol, nothing installed → failures w
   assertNotMatch(JSON.stringify(checks), /wrong-key-123/);
 });
 
-Deno.test("doctor: registered twice (config + plugin by hand) and a broken command are failures", async () => {
+Deno.test("doctor: registered twice (config + plugin by hand) is a failure; only the plugin's program is run", async () => {
   await using dir = await tempDir();
   const t = await setup(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
-  await t.install("plugin");
+  await t.install();
   // A second registration written by hand, as a user copying the snippet would.
   await Deno.writeTextFile(
     `${t.kimi}/config.toml`,
@@ -93,14 +93,14 @@ Deno.test("doctor: registered twice (config + plugin by hand) and a broken comma
   assertMatch(c.hooks.summary, /Stop ×2/);
   assertEquals(c["hooks-outside-block"].status, "warn");
   const commands = checks.filter((x) => x.id === "command");
-  assertEquals(commands.map((x) => x.status).sort(), ["fail", "ok"]);
+  assertEquals(commands.map((x) => x.status), ["ok"]);
   assertEquals(c.server.status, "fail");
 });
 
 Deno.test("doctor: a disabled plugin, a config Kimi rejects, a missing Kimi home", async () => {
   await using dir = await tempDir();
   const t = await setup(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
-  await t.install("plugin");
+  await t.install();
   const reg = JSON.parse(await Deno.readTextFile(`${t.kimi}/plugins/installed.json`));
   reg.plugins[0].enabled = false;
   await Deno.writeTextFile(`${t.kimi}/plugins/installed.json`, JSON.stringify(reg));
@@ -119,10 +119,10 @@ Deno.test('doctor with nothing answering at the address gives the fix that point
   const t = await setup(dir.path, { OPENVIKING_URL: url });
   const { server } = byId(await t.doctor());
   assertMatch(server.summary, new RegExp(`OpenViking at ${url} is not reachable: `));
-  assertEquals([server.status, server.fix], ["fail", noServerFix(commandName(t.env))]);
+  assertEquals([server.status, server.fix], ["fail", noServerFix(commandName(t.env), true)]);
 });
 
-Deno.test("doctor quotes a proxy's error page: its status and <title>, neutralized and bounded, and the fix", async () => {
+Deno.test("doctor quotes a proxy's error page: its status and <title>, and the fix", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   const t = await setup(dir.path, { OPENVIKING_URL: fake.url });
@@ -139,15 +139,6 @@ Deno.test("doctor quotes a proxy's error page: its status and <title>, neutraliz
     server.fix!,
     /^the answer is not OpenViking's own \(a proxy's or gateway's page\?\): check that OpenViking runs/,
   );
-  fake.clearFaults();
-  fake.fault({
-    route: "GET /health",
-    raw: page(`Bad\x1b[2J\x1b]8;;http://evil/\x07 Gateway ${"x".repeat(500)}`),
-  });
-  const hostile = byId(await t.doctor()).server.summary;
-  assertStringIncludes(hostile, 'text/html "Bad Gateway xxx');
-  assertTrue(!hostile.includes("\x1b") && !hostile.includes("\x07"), "no escape reaches the screen");
-  assertNotMatch(hostile, /x{81}/);
 });
 
 Deno.test("doctor, run in a repository whose .openviking/config.json turns redaction off, names what was ignored", async () => {
@@ -168,46 +159,31 @@ Deno.test("doctor, run in a repository whose .openviking/config.json turns redac
 
 Deno.test("doctor: the server's embedding model unreachable → the model check fails with the server's words, not auth", async () => {
   await using dir = await tempDir();
-  const fake = await FakeOpenViking.start({ apiKey: "sk-doctor" });
-  try {
-    const t = await setup(dir.path, { OPENVIKING_URL: fake.url, OPENVIKING_API_KEY: "sk-doctor" });
-    const words = MODEL_DOWN.error.message;
-    fake.fault(MODEL_DOWN);
-    const c = byId(await t.doctor());
-    assertEquals([c.server.status, c.auth.status, c.model?.status], ["ok", "ok", "fail"]);
-    assertStringIncludes(c.model.summary, "model is unreachable");
-    assertStringIncludes(c.model.summary, words);
-    assertMatch(c.model.fix!, /ov\.conf's embedding section/);
-    // The model's provider refusing the server's key is passed on as a 401: still the model's, not our key's.
-    fake.clearFaults();
-    const refused = "Upstream model authentication failed (HTTP 401): Incorrect API key provided";
-    fake.fault({ route: "POST /api/v1/search/find", status: 401, error: { message: refused } });
-    const again = byId(await t.doctor());
-    assertEquals([again.auth.status, again.model?.status], ["ok", "fail"]);
-    assertStringIncludes(again.model.summary, `refuses the server's requests`);
-    assertStringIncludes(again.model.summary, refused);
-  } finally {
-    await fake.close();
-  }
+  await using fake = await FakeOpenViking.start({ apiKey: "sk-doctor" });
+  const t = await setup(dir.path, { OPENVIKING_URL: fake.url, OPENVIKING_API_KEY: "sk-doctor" });
+  fake.fault(MODEL_DOWN); // a provider's 401 is the model's too: openviking/client_test.ts, advice_test.ts
+  const c = byId(await t.doctor());
+  assertEquals([c.server.status, c.auth.status, c.model?.status], ["ok", "ok", "fail"]);
+  assertStringIncludes(c.model.summary, "model is unreachable");
+  assertStringIncludes(c.model.summary, MODEL_DOWN.error.message);
+  assertMatch(c.model.fix!, /ov\.conf's embedding section/);
 });
 
 Deno.test("doctor: a Kimi home the record of homes no longer lists is a failure: its hooks do nothing", async () => {
   await using dir = await tempDir();
   const t = await setup(dir.path, { OPENVIKING_URL: closedAddress() });
   const record = `${t.ov}/agent-integrations/kimicode/kimi-homes`;
-  for (const mode of ["config", "plugin"] as const) {
-    await t.install(mode);
-    assertEquals(byId(await t.doctor()).homes, undefined, "listed: nothing to say");
-    await Deno.remove(record);
-    const checks = await t.doctor();
-    const c = byId(checks).homes;
-    assertEquals(c?.status, "fail", renderChecks(checks));
-    assertStringIncludes(c.summary, `${record} does not list ${t.kimi}`);
-    assertStringIncludes(c.summary, "do nothing: no recall, no capture");
-    assertStringIncludes(c.fix!, "install`");
-    await t.install(mode);
-    assertEquals(byId(await t.doctor()).homes, undefined, "install lists the home again");
-  }
+  await t.install();
+  assertEquals(byId(await t.doctor()).homes, undefined, "listed: nothing to say");
+  await Deno.remove(record);
+  const checks = await t.doctor();
+  const c = byId(checks).homes;
+  assertEquals(c?.status, "fail", renderChecks(checks));
+  assertStringIncludes(c.summary, `${record} does not list ${t.kimi}`);
+  assertStringIncludes(c.summary, "do nothing: no recall, no capture");
+  assertStringIncludes(c.fix!, "install`");
+  await t.install();
+  assertEquals(byId(await t.doctor()).homes, undefined, "install lists the home again");
 });
 
 Deno.test("doctor: a config-mode home an older version left is named, with install as the fix", async () => {
@@ -219,6 +195,6 @@ Deno.test("doctor: a config-mode home an older version left is named, with insta
   assertEquals(hooks.status, "warn", renderChecks([hooks]));
   assertMatch(hooks.summary, /registered in config mode \(config\.toml\), which is gone/);
   assertStringIncludes(hooks.fix!, `\`${commandName(t.env)} install\`: it moves this home to the plugin`);
-  await t.install("plugin");
+  await t.install();
   assertEquals(byId(await t.doctor()).hooks.status, "ok", "after install: the plugin's hooks, once");
 });

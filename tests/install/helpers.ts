@@ -47,10 +47,16 @@ export async function cloneCheckout(to: string): Promise<string> {
   return to;
 }
 
-/** The fix install and doctor give when nothing answers, word for word, naming README's {@link NO_SERVER_HEADING}. */
-export const noServerFix = (command: string): string =>
-  'start the server (README: "No server yet?"), or save its address: ' +
-  `\`${command} install --url http://HOST:1933\`; writes wait in the queue until then`;
+/**
+ * The fix install and doctor give when nothing answers, word for word, naming README's {@link NO_SERVER_HEADING}
+ * (`envUrl`: the address came from OPENVIKING_URL, which wins over the one install saves).
+ */
+export const noServerFix = (command: string, envUrl = false): string =>
+  'start the server (README: "No server yet?"), or ' +
+  (envUrl
+    ? "correct OPENVIKING_URL (set in your environment, it wins over the saved address), or unset it and "
+    : "") +
+  `save its address: \`${command} install --url http://HOST:1933\`; writes wait in the queue until then`;
 
 /** README's heading that {@link noServerFix} points to. */
 export const NO_SERVER_HEADING = "### No server yet?";

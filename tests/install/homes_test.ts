@@ -21,6 +21,7 @@ import { cli, closedAddress, fakeCompiled, installSandbox, isolatedEnv, opts, tr
 import { runInstall, runUninstall } from "../../install/install.ts";
 import type { InstallOptions } from "../../install/transaction.ts";
 import { BLOCK_BEGIN } from "../../install/spec.ts";
+import { writeConfigModeHome } from "./config_mode_home.ts";
 import { toolCachePath, writeToolCache } from "../../mcp/tool-cache.ts";
 import { StatusSchema } from "../../cli/status.ts";
 import { noteRecall } from "../../openviking/breaker.ts";
@@ -58,7 +59,7 @@ Deno.test({
     await Deno.mkdir(a, { recursive: true });
     await Deno.mkdir(b, { recursive: true });
     await t.run(runInstall, { kimiHome: a });
-    await t.run(runInstall, { kimiHome: b, mode: "plugin" });
+    await t.run(runInstall, { kimiHome: b });
     await prompt(env, home);
     const ov = `${home}/.openviking`;
     await enqueueMessages(`${ov}/pending`, `kc-${SESSION}`, range(2)); // writes waiting: A's to send
@@ -85,11 +86,11 @@ Deno.test({
     assertEquals(await tree(ov, /^\/agent-integrations\/kimicode\/kimi-homes$/), before, purged);
     const status = StatusSchema.parse(JSON.parse(await cli(env, ["status", "--json"])));
     assertEquals(status.sessions.map((s) => s.kimiSessionId), [SESSION], "A's session is still recorded");
-    const launcher = (await Deno.readTextFile(`${a}/config.toml`)).match(/command = "(\S+) hook stop"/)![1];
+    const launcher = `${a}/plugins/managed/openviking-memory/bin/openviking-kimi`;
     const version = await runProcess(launcher, ["version"], { env, clearEnv: true });
     assertEquals(version.code, 0, version.stderr);
     // The messages name the version A runs as in use by A, and what was kept for it.
-    const id = launcher.split("/").at(-3)!;
+    const id = /"id":"([^"]+)"/.exec(await Deno.readTextFile(launcher))![1];
     assertNotMatch(purged, /previous version/);
     assertMatch(
       purged,
@@ -133,11 +134,16 @@ Deno.test({
     const t = await installSandbox(dir.path, more);
     const [home, kimi, env] = [t.home, t.kimi, isolatedEnv(t.home, more)];
     const config = '# mine\ndefault_model = "k3"\n';
-    const mcp = '{"mcpServers":{"mine":{"command":"my-server"}}}\n';
+    const mcp = `${JSON.stringify({ mcpServers: { mine: { command: "my-server" } } }, null, 2)}\n`;
     await Deno.writeTextFile(`${kimi}/config.toml`, config);
     await Deno.writeTextFile(`${kimi}/mcp.json`, mcp);
-    // Config mode, then plugin mode: the switch kept a .bak of config.toml as it was, our block in it.
-    for (const mode of ["config", "plugin"] as const) await t.run(runInstall, { mode });
+    // A config-mode home moved to the plugin: the move kept a .bak of config.toml as it was, our block in it.
+    await writeConfigModeHome(kimi);
+    // The older install recorded making Kimi's skills directory and ~/.openviking, as install records what it makes.
+    const made = `${home}/.openviking/agent-integrations/kimicode/made-dirs`;
+    await Deno.mkdir(made.slice(0, made.lastIndexOf("/")), { recursive: true });
+    await Deno.writeTextFile(made, `${kimi}/skills\n${home}/.openviking\n`);
+    await t.run(runInstall);
     assertTrue((await Deno.readTextFile(`${kimi}/config.toml.bak`)).includes(BLOCK_BEGIN));
     // The MCP server's last tool list, as `mcp` keeps it.
     const tools = [{ name: "search", inputSchema: { type: "object" as const } }];
@@ -189,7 +195,7 @@ Deno.test("a dry run announces removing unused versions only when there is one",
   await t.run(runInstall);
   const sweep = /remove the versions .* that nothing uses/;
   assertNotMatch(await dry(runInstall, { credentials: { url: "http://127.0.0.1:8" } }), sweep);
-  assertNotMatch(await dry(runInstall, { mode: "plugin" }), sweep);
+  assertNotMatch(await dry(runInstall, {}), sweep);
   // An older version nothing registers: now there is one to remove.
   await Deno.mkdir(`${t.home}/.openviking/agent-integrations/kimicode/versions/0.0.1-0123456789ab`);
   assertMatch(await dry(runInstall, { credentials: { url: "http://127.0.0.1:8" } }), sweep);
@@ -208,7 +214,7 @@ Deno.test({
     await Deno.mkdir(`${mine}/plugins`, { recursive: true }); // the user's, before any install
     await t.run(runInstall, {}, ctx);
     for (const home of [made, mine]) {
-      await t.run(runInstall, { kimiHome: home, mode: "plugin" }, ctx);
+      await t.run(runInstall, { kimiHome: home }, ctx);
     }
     const homes = `${t.ov}/agent-integrations/kimicode/kimi-homes`;
     for (const kimiHome of [made, mine, undefined]) {
@@ -241,15 +247,16 @@ Deno.test({
     const t = await installSandbox(dir.path, more);
     const b = `${t.home}/kimi-b`;
     await Deno.mkdir(b, { recursive: true });
-    await t.run(runInstall, {});
-    await t.run(runInstall, { kimiHome: b, mode: "plugin" });
+    await t.run(runInstall);
+    await t.run(runInstall, { kimiHome: b });
     await t.run(runUninstall, { kimiHome: b }); // its plugin directory stays, running the copy
     const launcher = `${b}/plugins/managed/openviking-memory/bin/openviking-kimi`;
     const copy = (await Deno.readTextFile(launcher)).match(/^dir=(\S+)$/m)![1];
     const finish = `${copy}/bin/openviking-kimi uninstall --purge --kimi-home ${b}`;
     for (const dryRun of [true, false]) {
       const said = await t.run(runUninstall, { purge: true, dryRun });
-      assertStringIncludes(said, `Kept: ${copy}, which ${b} still runs (\`${finish}\` removes both)`);
+      const kept = `which the plugin directory ${b} kept (uninstalled without --purge) still runs`;
+      assertStringIncludes(said, `Kept: ${copy}, ${kept} (\`${finish}\` removes both)`);
       assertNotMatch(said, /left empty \(.*\/versions[,)]/, "the copy stays: so does its directory");
     }
     const [bin, ...args] = finish.split(" ");

@@ -8,7 +8,6 @@ import {
 import { tempDir } from "../support/temp.ts";
 import {
   acceptingFetch,
-  cli,
   fakeCompiled,
   installSandbox,
   isolatedEnv,
@@ -17,15 +16,13 @@ import {
   snapshot,
 } from "./helpers.ts";
 import { runCli } from "../support/run.ts";
-import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { CONFIG_MODE_GONE } from "../../cli/install.ts";
 import type { Context } from "../../install/transaction.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
 import { readKimiState } from "../../install/detect.ts";
 import { registrations } from "../../cli/doctor.ts";
-import { VERSION } from "../../lib/version.ts";
 import { BLOCK_BEGIN, BLOCK_END } from "../../install/spec.ts";
-import { skillText } from "../../memory/instructions.ts";
+import { writeConfigModeHome } from "./config_mode_home.ts";
 import {
   enqueueCommit,
   enqueueMessages,
@@ -41,41 +38,46 @@ const USER_CONFIG =
   '[[hooks]]\r\nevent = "Stop"\r\ncommand = "notify-send done"';
 
 // The modes of the user's files kept, of those created 0600: "install and uninstall keep the modes" below.
-Deno.test("config mode: block + mcp.json, .bak kept; uninstall restores the bytes", async () => {
+Deno.test("a config-mode home (an older install) moves to the plugin: block, mcp.json entry and skill out, the .bak kept; once", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path);
   await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
+  const old = await writeConfigModeHome(t.kimi);
   await t.run(runInstall);
-  const installed = (await read(`${t.kimi}/config.toml`))!;
-  assertTrue(installed.startsWith(USER_CONFIG + "\r\n# >>> openviking kimicode integration"));
-  assertEquals(await read(`${t.kimi}/config.toml.bak`), USER_CONFIG);
-  const mcp = JSON.parse((await read(`${t.kimi}/mcp.json`))!);
-  assertEquals(mcp.mcpServers.openviking.args.at(-1), "mcp");
-  assertStringIncludes(t.all(), "Hooks run: ");
+  assertEquals(await read(`${t.kimi}/config.toml`), USER_CONFIG);
+  assertEquals(await read(`${t.kimi}/config.toml.bak`), old.config);
+  assertEquals(await read(`${t.kimi}/mcp.json`), undefined, "the file the older install created is gone");
+  assertEquals(await read(`${t.kimi}/skills/openviking-memory/SKILL.md`), undefined);
+  assertTrue(await read(`${t.plugin}/skills/openviking-memory/SKILL.md`) !== undefined, "the plugin's own");
+  assertStringIncludes(t.all(), "config-mode hooks removed (switching to plugin mode)");
   const state = await readKimiState(t.kimi);
-  for (const where of registrations(state).values()) assertEquals(where, ["config.toml"]);
-
-  await t.run(runInstall);
-  assertEquals(await read(`${t.kimi}/config.toml`), installed, "re-install changes nothing");
-
+  for (const where of registrations(state).values()) assertEquals(where, ["plugin openviking-memory"]);
+  assertMatch(await t.run(runInstall), /^Nothing to change: /m);
   await t.run(runUninstall);
   assertEquals(await read(`${t.kimi}/config.toml`), USER_CONFIG);
-  assertEquals(await read(`${t.kimi}/mcp.json`), undefined);
 });
 
-Deno.test("config mode into an empty Kimi home creates config.toml, uninstall --purge leaves nothing of ours", async () => {
+Deno.test("a release binary into an empty Kimi home: copied for the PATH command and into the plugin; uninstall --purge leaves nothing of ours", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path);
   const self = await fakeCompiled(dir.path);
   await t.run(runInstall, {}, { self });
-  const bin = `${t.ov}/agent-integrations/kimicode/bin/openviking-kimi`;
-  assertEquals(await read(bin), await read((self as { execPath: string }).execPath));
-  if (!isWindows) assertTrue(((await Deno.stat(bin)).mode! & 0o111) !== 0);
-  assertStringIncludes((await read(`${t.kimi}/config.toml`))!, `command = "${bin} hook stop"`);
-  assertEquals(JSON.parse((await read(`${t.kimi}/mcp.json`))!).mcpServers.openviking, {
-    command: bin,
-    args: ["mcp"],
-  });
+  const exe = await read((self as { execPath: string }).execPath);
+  for (
+    const bin of [
+      `${t.ov}/agent-integrations/kimicode/bin/openviking-kimi`,
+      `${t.plugin}/bin/openviking-kimi`,
+    ]
+  ) {
+    assertEquals(await read(bin), exe, bin);
+    if (!isWindows) assertTrue(((await Deno.stat(bin)).mode! & 0o111) !== 0);
+  }
+  await Deno.writeTextFile(`${t.kimi}/plugins/installed.json`, "{ not json");
+  const before = await snapshot(t.kimi);
+  await t.run(runInstall, {}, { self }, 1);
+  assertEquals(await snapshot(t.kimi), before);
+  assertMatch(t.all(), /ERR .*installed\.json is not a Kimi plugin registry/);
+  await Deno.remove(`${t.kimi}/plugins/installed.json`);
   await t.run(runUninstall, { purge: true }, { self });
   const left = Object.keys(await snapshot(t.home)).filter((p) => !p.endsWith(".bak"));
   assertEquals(left, [`${t.home}/.kimi-code`], "what install made is gone; the Kimi home was there before");
@@ -137,10 +139,11 @@ Deno.test("uninstall --purge deletes the ledger and the default log, never a con
   assertEquals(await Deno.readTextFile(log), logLine);
 });
 
-Deno.test("--dry-run says what would be done and prints the diff (API key masked; the skill; in plugin mode the manifest), changing nothing", async () => {
+Deno.test("--dry-run says what would be done and prints the diff (API key masked; the block out; the manifest), changing nothing", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path);
   await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
+  await writeConfigModeHome(t.kimi);
   const before = await snapshot(t.home);
   const code = await runInstall(
     { ...t.ctx(), fetch: acceptingFetch },
@@ -149,59 +152,15 @@ Deno.test("--dry-run says what would be done and prints the diff (API key masked
   assertEquals(code, 0);
   assertEquals(await snapshot(t.home), before);
   const out = t.all();
-  assertMatch(out, /^\+\[\[hooks\]\]␍?$/m);
+  assertMatch(out, /^-\[\[hooks\]\]␍?$/m);
   assertMatch(out, /"api_key": "\*+"/);
   assertNotMatch(out, /sk-very-secret/);
   // What would be done, never what was: the settings' step and the memory skill's diff too.
   assertStringIncludes(out, "Dry run: nothing was changed. These changes would be made:");
   assertMatch(out, /create .*ovcli\.conf: set url to http:\/\/127\.0\.0\.1:1, set api_key \(not shown\)/);
   assertNotMatch(out, /saved|registered:|^ {2}✓/m, "nothing is said to have happened");
-  assertMatch(out, /create .*skills\/openviking-memory\/SKILL\.md \(memory skill installed\)/);
-  assertStringIncludes(out, "+name: openviking-memory");
-  t.said();
-  assertMatch(
-    await t.run(runInstall, { mode: "plugin", dryRun: true }),
-    /^\+\s+"command": "\.\/bin\/openviking-kimi hook stop",$/m,
-  );
-  assertEquals(await snapshot(t.home), before);
-});
-
-Deno.test("credentials go to ovcli.conf (merged, 0600, the file replaced kept as its .bak), never to a command line or the output", async () => {
-  await using dir = await tempDir();
-  const t = await installSandbox(dir.path);
-  await Deno.mkdir(t.ov, { recursive: true });
-  await Deno.chmod(t.ov, 0o755);
-  await Deno.writeTextFile(
-    `${t.ov}/ovcli.conf`,
-    JSON.stringify({ url: "http://old", extra_headers: { X: "1" } }),
-    { mode: 0o644 },
-  );
-  const code = await runInstall(
-    { ...t.ctx(), fetch: acceptingFetch },
-    opts({
-      credentials: { url: "http://127.0.0.1:1933", apiKey: "sk-secret-1", account: "acme", user: "ann" },
-    }),
-  );
-  assertEquals(code, 0, t.all());
-  const conf = JSON.parse((await read(`${t.ov}/ovcli.conf`))!);
-  assertEquals(conf, {
-    url: "http://127.0.0.1:1933",
-    extra_headers: { X: "1" },
-    api_key: "sk-secret-1",
-    account: "acme",
-    user: "ann",
-  });
-  if (!isWindows) {
-    assertEquals((await Deno.stat(`${t.ov}/ovcli.conf`)).mode! & 0o777, 0o600, "it holds the key");
-    assertEquals((await Deno.stat(t.ov)).mode! & 0o777, 0o755, "the user's directory keeps its mode");
-  }
-  assertEquals(JSON.parse((await read(`${t.ov}/ovcli.conf.bak`))!), {
-    url: "http://old",
-    extra_headers: { X: "1" },
-  });
-  assertNotMatch(t.all(), /sk-secret-1/);
-  assertNotMatch((await read(`${t.kimi}/config.toml`))!, /sk-secret-1/);
-  assertNotMatch((await read(`${t.kimi}/mcp.json`))!, /sk-secret-1/);
+  assertMatch(out, /delete .*skills\/openviking-memory \(the memory skill\)/);
+  assertMatch(out, /^\+\s+"command": "\.\/bin\/openviking-kimi hook stop",$/m);
 });
 
 Deno.test({
@@ -212,7 +171,8 @@ Deno.test({
     const t = await installSandbox(dir.path);
     const self = await fakeCompiled(dir.path);
     await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG, { mode: 0o644 });
-    await Deno.writeTextFile(`${t.kimi}/mcp.json`, '{"mcpServers":{}}\n', { mode: 0o644 });
+    await Deno.writeTextFile(`${t.kimi}/mcp.json`, '{"x": 1}\n', { mode: 0o644 });
+    await writeConfigModeHome(t.kimi);
     await Deno.mkdir(t.ov, { mode: 0o755 });
     await Deno.chmod(t.ov, 0o755);
     const mode = async (path: string) => ((await Deno.stat(path)).mode! & 0o777).toString(8);
@@ -234,87 +194,6 @@ Deno.test({
       `Kept: ${t.ov}/ovcli.conf and the queue files of OpenViking's other clients in ${t.ov}/pending.`,
     );
   },
-});
-
-Deno.test("plugin mode from a checkout: launcher + manifest placed, record upserted, others kept", async () => {
-  await using dir = await tempDir();
-  const t = await installSandbox(dir.path);
-  await Deno.mkdir(`${t.kimi}/plugins`, { recursive: true });
-  const other = { id: "other", root: "/elsewhere", source: "github", enabled: true };
-  await Deno.writeTextFile(
-    `${t.kimi}/plugins/installed.json`,
-    JSON.stringify({ version: 1, plugins: [other] }),
-  );
-  await t.run(runInstall, { mode: "plugin" });
-  const root = `${t.kimi}/plugins/managed/openviking-memory`;
-  const manifest = JSON.parse((await read(`${root}/kimi.plugin.json`))!);
-  assertEquals(manifest.name, "openviking-memory");
-  assertEquals(manifest.mcpServers.openviking, { command: "./bin/openviking-kimi", args: ["mcp"] });
-  for (const h of manifest.hooks) {
-    assertMatch(h.command, /^\.\/bin\/openviking-kimi hook [a-z-]+$/);
-    assertEquals(Object.keys(h).filter((k) => !["event", "matcher", "command", "timeout"].includes(k)), []);
-  }
-  const registry = JSON.parse((await read(`${t.kimi}/plugins/installed.json`))!);
-  assertEquals(registry.plugins[0], other);
-  assertEquals(registry.plugins[1].root, root);
-  if (!isWindows) {
-    const out = await new Deno.Command(`${root}/bin/openviking-kimi`, { args: ["version"], cwd: root })
-      .output();
-    assertEquals(new TextDecoder().decode(out.stdout).trim(), VERSION);
-    assertEquals((await Deno.stat(root)).mode! & 0o777, 0o700);
-  }
-  assertEquals(await read(`${t.kimi}/config.toml`), undefined, "plugin mode does not touch config.toml");
-
-  await t.run(runUninstall);
-  assertEquals(JSON.parse((await read(`${t.kimi}/plugins/installed.json`))!).plugins, [other]);
-  assertTrue((await read(`${root}/kimi.plugin.json`)) !== undefined, "without --purge the directory stays");
-  await t.run(runUninstall, { purge: true });
-  assertEquals(await read(`${root}/kimi.plugin.json`), undefined);
-});
-
-Deno.test("plugin mode from a compiled binary copies it to ./bin; a corrupt registry is refused", async () => {
-  await using dir = await tempDir();
-  const t = await installSandbox(dir.path);
-  const self = await fakeCompiled(dir.path);
-  await t.run(runInstall, { mode: "plugin" }, { self });
-  const bin = `${t.kimi}/plugins/managed/openviking-memory/bin/openviking-kimi`;
-  assertEquals(await read(bin), await read((self as { execPath: string }).execPath));
-  await Deno.writeTextFile(`${t.kimi}/plugins/installed.json`, "{ not json");
-  const before = await snapshot(t.kimi);
-  await t.run(runInstall, { mode: "plugin" }, { self }, 1);
-  assertEquals(await snapshot(t.kimi), before);
-  assertMatch(t.all(), /ERR .*installed\.json is not a Kimi plugin registry/);
-});
-
-Deno.test("switching modes replaces the other one: never registered twice, one memory skill", async () => {
-  await using dir = await tempDir();
-  const t = await installSandbox(dir.path);
-  await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
-  const check = async (expected: string) => {
-    const regs = registrations(await readKimiState(t.kimi));
-    for (const [event, where] of regs) assertEquals(where, [expected], event);
-  };
-  const skill = `${t.kimi}/skills/openviking-memory/SKILL.md`;
-  await t.run(runInstall, { mode: "config" });
-  await check("config.toml");
-  assertEquals(await read(skill), skillText("config"));
-  await t.run(runInstall, { mode: "plugin" });
-  await check("plugin openviking-memory");
-  assertEquals(await read(`${t.kimi}/config.toml`), USER_CONFIG);
-  assertEquals(await read(`${t.kimi}/mcp.json`), undefined);
-  assertEquals(await read(skill), undefined, "config mode's skill out: the plugin brings its own");
-  assertTrue(await read(`${t.plugin}/skills/openviking-memory/SKILL.md`) !== undefined);
-  await t.run(runInstall, { mode: "config" });
-  await check("config.toml");
-  assertEquals(await read(skill), skillText("config"));
-  assertEquals(await read(`${t.plugin}/kimi.plugin.json`), undefined);
-  assertEquals(
-    await read(`${t.plugin}/system-prompt.md`),
-    undefined,
-    "the plugin directory went, profile too",
-  );
-  await t.run(runUninstall);
-  assertEquals(await read(`${t.kimi}/config.toml`), USER_CONFIG);
 });
 
 async function installUpstreamPlugin(t: Awaited<ReturnType<typeof installSandbox>>, enabled = true) {
@@ -358,10 +237,10 @@ Deno.test("OpenViking's own plugin is detected (registered, or its [[hooks]] out
     const before = await snapshot(t.kimi);
     // --yes does not take its place either: two memory integrations would capture every turn twice.
     for (
-      const [mode, yes] of [["config", false], ["plugin", false], ["config", true], ["plugin", true]] as const
+      const yes of [false, true]
     ) {
       assertMatch(
-        await t.run(runInstall, { mode, yes }, {}, 1),
+        await t.run(runInstall, { yes }, {}, 1),
         /ERR .*OpenViking's own Kimi Code plugin is registered .*\/plugins remove openviking-memory/,
       );
       assertEquals(await snapshot(t.kimi), before);
@@ -378,7 +257,7 @@ Deno.test("OpenViking's own plugin disabled (as an earlier --yes left it) captur
   const t = await installSandbox(dir.path);
   await installUpstreamPlugin(t, false);
   await Deno.remove(`${t.kimi}/config.toml`);
-  await t.run(runInstall, { mode: "config" });
+  await t.run(runInstall);
 });
 
 Deno.test("uninstall leaves what is not ours and says so", async () => {
@@ -389,8 +268,8 @@ Deno.test("uninstall leaves what is not ours and says so", async () => {
   await t.run(runUninstall);
   assertEquals(await read(`${t.kimi}/mcp.json`), mcp);
   assertMatch(t.all(), /^Nothing to change: nothing of openviking-kimi is registered/m);
-  assertEquals(await runInstall(t.ctx(), opts()), 1, "a foreign openviking MCP server is not overwritten");
-  assertEquals(await read(`${t.kimi}/mcp.json`), mcp);
+  await t.run(runInstall);
+  assertEquals(await read(`${t.kimi}/mcp.json`), mcp, "nor does install touch it");
 });
 
 Deno.test({
@@ -402,29 +281,18 @@ Deno.test({
     await Deno.mkdir(`${dir.path}/dotfiles`);
     await Deno.writeTextFile(`${dir.path}/dotfiles/kimi.toml`, USER_CONFIG);
     await Deno.symlink(`${dir.path}/dotfiles/kimi.toml`, `${t.kimi}/config.toml`);
-    await t.run(runInstall);
-    assertTrue((await Deno.lstat(`${t.kimi}/config.toml`)).isSymlink);
+    await writeConfigModeHome(t.kimi);
     assertStringIncludes((await read(`${dir.path}/dotfiles/kimi.toml`))!, "[[hooks]]");
-    await t.run(runUninstall);
+    await t.run(runInstall);
     assertTrue((await Deno.lstat(`${t.kimi}/config.toml`)).isSymlink);
     assertEquals(await read(`${dir.path}/dotfiles/kimi.toml`), USER_CONFIG);
   },
 });
 
-Deno.test("uninstall --mode limits removal to that mode", async () => {
-  await using dir = await tempDir();
-  const t = await installSandbox(dir.path);
-  await t.run(runInstall, { mode: "plugin" });
-  await t.run(runUninstall, { mode: "config" });
-  assertEquals(JSON.parse((await read(`${t.kimi}/plugins/installed.json`))!).plugins.length, 1);
-  await t.run(runUninstall, { mode: "plugin" });
-  assertEquals(await read(`${t.kimi}/plugins/installed.json`), undefined);
-});
-
 Deno.test("a record naming our plugin elsewhere (a checkout registered by hand): that directory is never touched", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path);
-  await t.run(runInstall, { mode: "plugin" });
+  await t.run(runInstall);
   const managed = `${t.kimi}/plugins/managed/openviking-memory`;
   const checkout = `${dir.path}/checkout`;
   await Deno.mkdir(checkout);
@@ -437,8 +305,8 @@ Deno.test("a record naming our plugin elsewhere (a checkout registered by hand):
   await Deno.writeTextFile(registryPath, JSON.stringify(registry));
   const listing = async () => (await Array.fromAsync(Deno.readDir(checkout))).map((e) => e.name).sort();
 
-  await t.run(runInstall, { mode: "config" });
-  assertEquals(await listing(), ["kimi.plugin.json", "system-prompt.md"], "switching modes keeps it");
+  await t.run(runInstall);
+  assertEquals(await listing(), ["kimi.plugin.json", "system-prompt.md"], "install again keeps it");
   await t.run(runUninstall, { purge: true });
   assertEquals(await listing(), ["kimi.plugin.json", "system-prompt.md"], "uninstall --purge keeps it");
 });
@@ -468,30 +336,15 @@ Deno.test("a key for a new address says whose key it replaces, and the replaced 
   assertEquals(JSON.parse((await read(`${t.ov}/ovcli.conf`))!).api_key, "sk-new");
 });
 
-Deno.test(
-  "install: plugin mode by default, taking a config-mode home out; --mode config refused (exit 2, one line)",
-  {
-    ignore: isWindows,
-  },
-  async () => {
-    await using dir = await tempDir();
-    await using fake = await FakeOpenViking.start();
-    const more = { OPENVIKING_URL: fake.url };
-    const t = await installSandbox(dir.path, more);
-    const env = isolatedEnv(t.home, more);
-    await Deno.writeTextFile(`${t.kimi}/config.toml`, USER_CONFIG);
-    await t.run(runInstall, { mode: "config" });
-    const before = await snapshot(t.home);
-
-    const refused = await runCli(["install", "--mode", "config"], { env, clearEnv: true, cwd: t.home });
-    assertEquals([refused.code, refused.stdout, refused.stderr], [2, "", `${CONFIG_MODE_GONE}\n`]);
-    assertEquals(await snapshot(t.home), before, "a refused install changes nothing");
-
-    const said = await cli(env, ["install"]);
-    assertStringIncludes(said, "(plugin mode)");
-    assertEquals(await read(`${t.kimi}/config.toml`), USER_CONFIG, "the config-mode block taken out");
-    assertEquals(await read(`${t.kimi}/skills/openviking-memory/SKILL.md`), undefined);
-    const state = await readKimiState(t.kimi);
-    for (const where of registrations(state).values()) assertEquals(where, ["plugin openviking-memory"]);
-  },
-);
+Deno.test("install --mode config is refused: exit 2, one line, nothing changed", async () => {
+  await using dir = await tempDir();
+  const t = await installSandbox(dir.path);
+  const before = await snapshot(t.home);
+  const refused = await runCli(["install", "--mode", "config"], {
+    env: isolatedEnv(t.home),
+    clearEnv: true,
+    cwd: t.home,
+  });
+  assertEquals([refused.code, refused.stdout, refused.stderr], [2, "", `${CONFIG_MODE_GONE}\n`]);
+  assertEquals(await snapshot(t.home), before);
+});

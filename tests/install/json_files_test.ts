@@ -1,28 +1,11 @@
 import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
 import { classifyMcpEntry } from "../../install/spec.ts";
-import {
-  planMcpInstall,
-  planMcpUninstall,
-  planRegistryInstall,
-  planRegistryUninstall,
-} from "../../install/json-files.ts";
+import { planRegistryInstall, planRegistryUninstall } from "../../install/json-files.ts";
 import { maskSecrets, planOvcli } from "../../install/ovcli.ts";
 import { unifiedDiff } from "../../install/transaction.ts";
 import { ok } from "./helpers.ts";
 
-const OURS = { command: "/opt/ov/bin/openviking-kimi", args: ["mcp"] };
 const NOW = new Date("2026-11-30T12:00:00.000Z");
-
-Deno.test("mcp.json: someone else's openviking server is refused (or replaced with --yes) and never removed", () => {
-  const foreign = JSON.stringify({
-    mcpServers: { openviking: { url: "http://ov:1933/mcp", headers: { A: "secret" } } },
-  });
-  const plan = planMcpInstall(foreign, OURS);
-  assertTrue(!plan.ok && /--yes/.test(plan.error) && !/secret/.test(plan.error), JSON.stringify(plan));
-  assertTrue(planMcpInstall(foreign, OURS, { replaceOthers: true }).ok);
-  const un = ok(planMcpUninstall(foreign));
-  assertTrue(!un.changed && un.warnings.length === 1);
-});
 
 Deno.test("mcp.json: classification", () => {
   const cases: [unknown, string][] = [

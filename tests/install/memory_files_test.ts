@@ -1,8 +1,7 @@
 /**
- * Install and uninstall of memory's files (install/memory-files.ts): in plugin mode the manifest points at a
- * system prompt (0600, ours, filled with the profile right after install when OpenViking answers), the memory
- * skill and the three commands; in config mode the skill goes to Kimi's user skills directory. Uninstall
- * takes out exactly these — the profile with the system prompt — and nothing of the user's.
+ * Install and uninstall of memory's files: the plugin's manifest points at a system prompt (0600, ours, filled
+ * with the profile right after install when OpenViking answers), the memory skill and the three commands.
+ * Uninstall takes out exactly these — the profile with the system prompt — and nothing of the user's.
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
@@ -10,7 +9,7 @@ import { tempDir } from "../support/temp.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { installSandbox, read } from "./helpers.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
-import { COMMANDS, OWNED_MARK, skillText, SYSTEM_PROMPT_TITLE } from "../../memory/instructions.ts";
+import { COMMANDS, skillText, SYSTEM_PROMPT_TITLE } from "../../memory/instructions.ts";
 
 const posix = Deno.build.os !== "windows";
 
@@ -22,7 +21,7 @@ const mode = async (path: string) => (await Deno.stat(path)).mode! & 0o777;
 Deno.test("plugin mode: the manifest points at the system prompt, the skill and the commands, all placed and private (an install fixes one placed 0644)", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path, NO_SERVER);
-  await t.run(runInstall, { mode: "plugin" });
+  await t.run(runInstall);
   const manifest = JSON.parse((await read(`${t.plugin}/kimi.plugin.json`))!);
   assertEquals(
     [manifest.systemPromptPath, manifest.skills, manifest.commands],
@@ -56,11 +55,12 @@ Deno.test("plugin mode: the manifest points at the system prompt, the skill and 
     }
     return out;
   };
+  assertEquals(await mode(t.plugin), 0o700);
   for (const [path, m] of Object.entries(await modes())) {
     assertEquals(m, path.startsWith("bin/") ? 0o700 : 0o600, `${path} is ${m.toString(8)}`);
   }
   await Deno.chmod(`${t.plugin}/kimi.plugin.json`, 0o644);
-  await t.run(runInstall, { mode: "plugin" });
+  await t.run(runInstall);
   assertEquals((await modes())["kimi.plugin.json"], 0o600);
 });
 
@@ -72,7 +72,7 @@ Deno.test("plugin mode: with OpenViking answering, install fills the system prom
     "# Profile\nName: Test User\nToken: sk-live-0123456789abcdef0123456789abcdef\n<private>diary</private>",
   );
   const t = await installSandbox(dir.path, { OPENVIKING_URL: fake.url, OPENVIKING_TIMEOUT_MS: "1000" });
-  await t.run(runInstall, { mode: "plugin" });
+  await t.run(runInstall);
   const prompt = (await read(`${t.plugin}/system-prompt.md`))!;
   assertStringIncludes(prompt, "## The user's profile\n\nFrom OpenViking, 2026-11-30 12:00 UTC:");
   assertStringIncludes(prompt, "Name: Test User");
@@ -83,29 +83,12 @@ Deno.test("plugin mode: with OpenViking answering, install fills the system prom
   await t.run(runUninstall);
   assertEquals(await read(`${t.plugin}/system-prompt.md`), undefined);
   assertTrue(await read(`${t.plugin}/skills/openviking-memory/SKILL.md`) !== undefined);
-  await t.run(runInstall, { mode: "plugin" });
+  await t.run(runInstall);
   await t.run(runUninstall, { purge: true });
   assertEquals(await read(`${t.plugin}/kimi.plugin.json`), undefined);
 });
 
-Deno.test("config mode: the skill goes to Kimi's user skills directory, ours; uninstall takes it (and an emptied skills/) out", async () => {
-  await using dir = await tempDir();
-  const t = await installSandbox(dir.path, NO_SERVER);
-  const skill = `${t.kimi}/skills/openviking-memory/SKILL.md`;
-  await t.run(runInstall);
-  const text = (await read(skill))!;
-  assertEquals(text, skillText("config"));
-  assertStringIncludes(text, OWNED_MARK);
-  assertStringIncludes(text, "`mcp__openviking__search`");
-  assertTrue(!text.includes("mcp__plugin-"), "config mode's tool names");
-  assertMatch(text, /^---\nname: openviking-memory\ndescription: .+\nwhen-to-use: .+\n---\n/);
-  await t.run(runInstall);
-  assertEquals(await read(skill), text, "re-install changes nothing");
-  await t.run(runUninstall);
-  assertEquals(await Deno.stat(`${t.kimi}/skills`).then(() => "there", () => "gone"), "gone");
-});
-
-Deno.test("config mode: a skill of the user's keeps its place and its bytes; their other skills stay", async () => {
+Deno.test("a skill of the user's where an older install put ours keeps its place and its bytes; their other skills stay", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path, NO_SERVER);
   await Deno.mkdir(`${t.kimi}/skills/openviking-memory`, { recursive: true });
@@ -114,7 +97,6 @@ Deno.test("config mode: a skill of the user's keeps its place and its bytes; the
   await Deno.writeTextFile(`${t.kimi}/skills/openviking-memory/SKILL.md`, theirs);
   await Deno.writeTextFile(`${t.kimi}/skills/mine/SKILL.md`, "---\nname: mine\n---\n");
   await t.run(runInstall);
-  assertMatch(t.all(), /is a skill of your own; left as it is/);
   assertEquals(await read(`${t.kimi}/skills/openviking-memory/SKILL.md`), theirs);
   await t.run(runUninstall);
   assertEquals(await read(`${t.kimi}/skills/openviking-memory/SKILL.md`), theirs);

@@ -1,8 +1,8 @@
 /**
  * Install's and uninstall's messages say what happened (issue #15, point 5): an empty plan says "nothing to
  * change"; a dry run says what would be done, never what was (install_test.ts; its diffs: json_files_test.ts);
- * uninstall names only what that mode had on disk; no `.bak` of a file install created is left behind (the
- * user's own file keeps its `.bak`).
+ * uninstall names only what is left on disk; no `.bak` of a file install created is left behind (the user's
+ * own file keeps its `.bak`).
  */
 
 import {
@@ -16,6 +16,7 @@ import { tempDir } from "../support/temp.ts";
 import { exists, fakeCompiled, installSandbox } from "./helpers.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
 import { currentSelf } from "../../install/spec.ts";
+import { writeConfigModeHome } from "./config_mode_home.ts";
 
 /** The `.bak` files of a Kimi home and of its `plugins/`. */
 async function backups(kimi: string): Promise<string[]> {
@@ -28,15 +29,13 @@ Deno.test("an install with nothing to change says so, in a dry run too", async (
   await using dir = await tempDir();
   const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
   const self = await fakeCompiled(dir.path);
-  for (const mode of ["config", "plugin"] as const) {
-    await t.run(runInstall, { mode }, { self });
-    const again = await t.run(runInstall, { mode }, { self });
-    assertMatch(again, /^Nothing to change: openviking-kimi is installed in .* \((config|plugin) mode\)/m);
-    assertNotMatch(again, /^Installing|✓/m);
-    const dry = await t.run(runInstall, { mode, dryRun: true }, { self });
-    assertMatch(dry, /^Dry run: nothing to change/m);
-    assertNotMatch(dry, /would be made/);
-  }
+  await t.run(runInstall, {}, { self });
+  const again = await t.run(runInstall, {}, { self });
+  assertMatch(again, /^Nothing to change: openviking-kimi is installed in .* \(plugin mode\)/m);
+  assertNotMatch(again, /^Installing|✓/m);
+  const dry = await t.run(runInstall, { dryRun: true }, { self });
+  assertMatch(dry, /^Dry run: nothing to change/m);
+  assertNotMatch(dry, /would be made/);
 });
 
 Deno.test("a dry run on an empty home says what it would create and what would run, not what runs", async () => {
@@ -45,29 +44,22 @@ Deno.test("a dry run on an empty home says what it would create and what would r
   const self = await currentSelf();
   const url = "http://127.0.0.1:9";
   const versions = `${t.home}/.openviking/agent-integrations/kimicode/versions`;
-  for (const mode of ["config", "plugin"] as const) {
-    const lines = (await t.run(runInstall, { mode, dryRun: true, credentials: { url } }, { self })).split(
-      "\n",
-    );
-    assertTrue(
-      lines.includes(`  - create ${t.home}/.openviking/ovcli.conf: set url to ${url}`),
-      lines.join("\n"),
-    );
-    const copy = /^ {2}- place the program copy (\S+) /.exec(lines.find((l) => l.includes(versions))!)![1];
-    const run = mode === "config"
-      ? `Hooks would run: ${copy}/bin/openviking-kimi hook <event>`
-      : `Hooks would run: ./bin/openviking-kimi hook <event>, in ${t.kimi}/plugins/managed/openviking-memory`;
-    assertEquals(lines.slice(-2), [
-      run,
-      `The hooks would run the program copy ${copy} with ${Deno.execPath()}, not this checkout: moving or ` +
-      "deleting the checkout would change nothing; run install again to update them.",
-    ]);
-    assertEquals(lines.filter((l) => /^(Hooks run|The hooks run)\b|\bupdate .*ovcli\.conf/.test(l)), []);
-  }
+  const lines = (await t.run(runInstall, { dryRun: true, credentials: { url } }, { self })).split("\n");
+  assertTrue(
+    lines.includes(`  - create ${t.home}/.openviking/ovcli.conf: set url to ${url}`),
+    lines.join("\n"),
+  );
+  const copy = /^ {2}- place the program copy (\S+) /.exec(lines.find((l) => l.includes(versions))!)![1];
+  assertEquals(lines.slice(-2), [
+    `Hooks would run: ./bin/openviking-kimi hook <event>, in ${t.kimi}/plugins/managed/openviking-memory`,
+    `The hooks would run the program copy ${copy} with ${Deno.execPath()}, not this checkout: moving or ` +
+    "deleting the checkout would change nothing; run install again to update them.",
+  ]);
+  assertEquals(lines.filter((l) => /^(Hooks run|The hooks run)\b|\bupdate .*ovcli\.conf/.test(l)), []);
   // Once installed, a real run says what runs; with the file there, a dry run says "update".
   assertMatch(
     await t.run(runInstall, { credentials: { url } }, { self }),
-    /^Hooks run: .*\/bin\/openviking-kimi hook <event>$/m,
+    /^Hooks run: \.\/bin\/openviking-kimi hook <event>, in \S+$/m,
   );
   const again = await t.run(runInstall, { dryRun: true, credentials: { url: "http://127.0.0.1:8" } }, {
     self,
@@ -76,21 +68,12 @@ Deno.test("a dry run on an empty home says what it would create and what would r
   assertMatch(again, /^Hooks would run: /m);
 });
 
-Deno.test("uninstall names only what that mode left on disk", async () => {
+Deno.test("uninstall names only what it left on disk", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
   const self = await fakeCompiled(dir.path);
-  await t.run(runInstall, { mode: "config" }, { self });
-  const config = await t.run(runUninstall, {}, { self });
-  assertMatch(
-    config,
-    /Files kept \(remove them with --purge\): the executable .*\/bin\/openviking-kimi, the command .*\/\.local\/bin\/openviking-kimi\.$/m,
-  );
-  assertNotMatch(config, /plugin directory/);
-  await t.run(runUninstall, { purge: true }, { self });
-
-  await t.run(runInstall, { mode: "plugin" }, { self });
-  const plugin = await t.run(runUninstall, { mode: "plugin" }, { self });
+  await t.run(runInstall, {}, { self });
+  const plugin = await t.run(runUninstall, {}, { self });
   assertMatch(
     plugin,
     /Files kept \(remove them with --purge\): the executable \S+, the command \S+, the plugin directory .*openviking-memory\.$/m,
@@ -100,56 +83,33 @@ Deno.test("uninstall names only what that mode left on disk", async () => {
   assertNotMatch(await t.run(runUninstall, {}, { self }), /Files kept/, "nothing left, nothing named");
 });
 
-Deno.test("no .bak of a file install created is left behind; the user's own file keeps its .bak", async () => {
+Deno.test("no .bak of a file install created (or only it wrote) is left behind; the user's own file keeps its .bak", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
   const self = await fakeCompiled(dir.path);
-  for (const mode of ["config", "plugin"] as const) {
-    await t.run(runInstall, { mode }, { self });
-    await t.run(runUninstall, { mode }, { self });
-  }
-  assertEquals(await backups(t.kimi), [], "install created them all");
+  await writeConfigModeHome(t.kimi); // an older version's block, entry and skill: all of it ours
+  assertNotMatch(await t.run(runInstall, {}, { self }), /previous copy/, "nothing of the user's was in them");
+  // The same binary installed again from another place rewrites only our registry record.
+  await t.run(runInstall, {}, { self: await fakeCompiled(`${dir.path}/newer`) });
+  await t.run(runUninstall, {}, { self });
+  assertEquals(await backups(t.kimi), [], "an install created them all");
 
   const other = { id: "other", root: "/elsewhere", source: "github", enabled: true };
   const theirs = JSON.stringify({ version: 1, plugins: [other] });
   await Deno.writeTextFile(`${t.kimi}/plugins/installed.json`, theirs);
-  await t.run(runInstall, { mode: "plugin" }, { self });
+  await t.run(runInstall, {}, { self });
   assertEquals(await Deno.readTextFile(`${t.kimi}/plugins/installed.json.bak`), theirs);
-  await t.run(runUninstall, { mode: "plugin" }, { self });
+  await t.run(runUninstall, {}, { self });
   assertTrue(await exists(`${t.kimi}/plugins/installed.json.bak`), "the .bak of the user's registry stays");
 
   // A record with our id that install did not write (by hand, root "."): the file and its .bak stay.
   const hand = JSON.stringify({ version: 1, plugins: [{ id: "openviking-memory", root: "." }] });
   await Deno.writeTextFile(`${t.kimi}/plugins/installed.json`, hand);
-  await t.run(runInstall, { mode: "config" }, { self });
+  await t.run(runInstall, {}, { self });
   assertEquals(await Deno.readTextFile(`${t.kimi}/plugins/installed.json.bak`), hand);
   assertTrue(await exists(`${t.kimi}/plugins/installed.json`), "not deleted for being left empty");
   await t.run(runUninstall, { purge: true }, { self });
   assertEquals(await Deno.readTextFile(`${t.kimi}/plugins/installed.json.bak`), hand, "purge keeps it");
-});
-
-Deno.test("an install that updates files only it wrote keeps no .bak of them (an upgrade, then uninstall)", async () => {
-  await using dir = await tempDir();
-  const t = await installSandbox(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
-  const self = await fakeCompiled(dir.path);
-  // Config mode: an older version's block and entry (another timeout, another path), all of it ours.
-  await t.run(runInstall, { mode: "config" }, { self });
-  const config = `${t.kimi}/config.toml`;
-  const mcp = `${t.kimi}/mcp.json`;
-  await Deno.writeTextFile(config, (await Deno.readTextFile(config)).replace("timeout = 20", "timeout = 30"));
-  const old = { command: "/old/place/openviking-kimi", args: ["mcp"] }; // an older copy elsewhere
-  await Deno.writeTextFile(mcp, JSON.stringify({ mcpServers: { openviking: old } }, null, 2) + "\n");
-  t.said();
-  const updated = await t.run(runInstall, { mode: "config" }, { self });
-  assertMatch(updated, /hooks registered/);
-  assertMatch(updated, /MCP server "openviking" registered/);
-  assertNotMatch(updated, /previous copy/, "nothing of the user's was in them");
-  // Plugin mode: the same binary installed again from another place rewrites only our registry record.
-  await t.run(runInstall, { mode: "plugin" }, { self });
-  const moved = await fakeCompiled(`${dir.path}/newer`);
-  await t.run(runInstall, { mode: "plugin" }, { self: moved });
-  await t.run(runUninstall, { mode: "plugin" }, { self: moved });
-  assertEquals(await backups(t.kimi), [], t.all());
 });
 
 Deno.test("every ✓ line says what was done: the silent steps (the record of homes, of directories) print none", async () => {
@@ -159,9 +119,9 @@ Deno.test("every ✓ line says what was done: the silent steps (the record of ho
   const second = `${dir.path}/kimi-two`;
   const said = [
     await t.run(runInstall, {}, { self }),
-    await t.run(runInstall, { mode: "plugin", kimiHome: second }, { self }),
+    await t.run(runInstall, { kimiHome: second }, { self }),
     await t.run(runUninstall, { purge: true }, { self }),
-    await t.run(runUninstall, { mode: "plugin", kimiHome: second, purge: true }, { self }),
+    await t.run(runUninstall, { kimiHome: second, purge: true }, { self }),
   ];
   for (const out of said) {
     assertMatch(out, /^ {2}✓ \S/m);

@@ -60,17 +60,17 @@ Deno.test({
     assertStringIncludes(out, `Command: openviking-kimi is ${command} — ${bin} is not on PATH: add it`);
     assertStringIncludes(out, `\`export PATH="${bin}:$PATH"\``);
     assertStringIncludes(out, `\`${command} doctor\` checks the setup`);
-    // Nothing answers at the address: the note's last two lines, the fix pointing to README's "No server yet?".
-    const [note, fix] = out.trimEnd().split("\n").slice(-2);
+    // Nothing answers at the address: the note and its fix pointing to README's "No server yet?".
+    const [note, fix] = out.trimEnd().split("\n").slice(-3, -1);
     assertMatch(
       note,
       new RegExp(`^Note: ${url} \\(from env\\): OpenViking at ${url} is not reachable: `),
     );
-    assertEquals(fix, `  fix: ${noServerFix(command)}`, "the command install placed");
+    assertEquals(fix, `  fix: ${noServerFix(command, true)}`, "the command install placed");
     assertStringIncludes(await Deno.readTextFile(`${ROOT}/README.md`), `\n${NO_SERVER_HEADING}\n`);
     assertEquals((await shell(bare, `${command} version`)).trim(), VERSION);
     const doctor = await shell(bare, `${command} doctor`, 1);
-    assertStringIncludes(doctor, `    fix: ${noServerFix(command)}`);
+    assertStringIncludes(doctor, `    fix: ${noServerFix(command, true)}`);
     const usage = await shell(bare, `${command} status --bogus`, 2);
     assertStringIncludes(usage, `Run "${command} status --help" for its help.`);
 
@@ -81,7 +81,7 @@ Deno.test({
     );
     assertEquals((await shell(onPath, "openviking-kimi version")).trim(), VERSION);
     const named = await shell(onPath, "openviking-kimi doctor", 1);
-    assertStringIncludes(named, `    fix: ${noServerFix("openviking-kimi")}`);
+    assertStringIncludes(named, `    fix: ${noServerFix("openviking-kimi", true)}`);
     assertNotMatch(named, new RegExp(`${command} `), "no path where the name works");
     const help = await shell(onPath, "openviking-kimi status --bogus", 2);
     assertStringIncludes(help, 'Run "openviking-kimi status --help" for its help.');
@@ -89,12 +89,15 @@ Deno.test({
     await Deno.mkdir(`${dir.path}/other`);
     await Deno.writeTextFile(`${dir.path}/other/openviking-kimi`, "#!/bin/sh\nexit 3\n", { mode: 0o755 });
     const shadowed = { ...onPath, PATH: `${dir.path}/other:${onPath.PATH}` };
-    assertStringIncludes(await shell(shadowed, `${command} doctor`, 1), `    fix: ${noServerFix(command)}`);
+    assertStringIncludes(
+      await shell(shadowed, `${command} doctor`, 1),
+      `    fix: ${noServerFix(command, true)}`,
+    );
 
     // uninstall keeps it with the program (and says so); --purge removes it.
     assertMatch(
       await t.run(runUninstall, {}, { env: bare }),
-      new RegExp(`Files kept .*the command ${command}\\.$`, "m"),
+      new RegExp(`Files kept .*the command ${command}, `, "m"),
     );
     assertEquals((await shell(bare, `${command} version`)).trim(), VERSION);
     await t.run(runUninstall, { purge: true }, { env: bare });
@@ -121,7 +124,7 @@ Deno.test({
     );
     assertEquals(await Deno.readTextFile(`${bin}/openviking-kimi`), mine);
     // The shell would run that one: the note names ours by its path, and messages from this checkout its task.
-    const launcher = out.match(/^Hooks run: (\S+) hook <event>$/m)![1];
+    const launcher = `${out.match(/^The hooks run the program copy (\S+) /m)![1]}/bin/openviking-kimi`;
     assertMatch(out, new RegExp(`not ours.*; run ${launcher}\\.$`, "m"));
     assertStringIncludes(out, `\`deno task -q --config ${ROOT}/deno.json cli doctor\` checks the setup`);
     await t.run(runUninstall, { purge: true }, { env });

@@ -25,21 +25,26 @@ import { commandName } from "../../lib/self.ts";
 import { hookIn, placeJournal, sandboxEnv } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { WORKER_ENV } from "../../kimi/detach.ts";
+import { writeConfigModeHome } from "./config_mode_home.ts";
 
-Deno.test("uninstall --purge deletes the config.toml.bak install made, byte-identical to config.toml, in each home", async () => {
+Deno.test("uninstall --purge deletes the config.toml.bak install made moving a config-mode home, in each home", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path, { OPENVIKING_URL: closedAddress() });
   const ctx = t.ctx(await fakeCompiled(dir.path));
   const second = `${t.home}/kimi2`;
   await Deno.mkdir(second, { recursive: true });
   const config = '# mine\ndefault_model = "k3"\n';
-  for (const home of [t.kimi, second]) await Deno.writeTextFile(`${home}/config.toml`, config);
+  const older: Record<string, string> = {};
+  for (const home of [t.kimi, second]) {
+    await Deno.writeTextFile(`${home}/config.toml`, config);
+    older[home] = (await writeConfigModeHome(home)).config;
+  }
   for (const kimiHome of [undefined, second]) {
     await t.run(runInstall, { kimiHome }, ctx);
   }
   for (const kimiHome of [second, undefined]) {
     const home = kimiHome ?? t.kimi;
-    assertEquals(await Deno.readTextFile(`${home}/config.toml.bak`), config);
+    assertEquals(await Deno.readTextFile(`${home}/config.toml.bak`), older[home]);
     const said = await t.run(runUninstall, { kimiHome, purge: true }, ctx);
     assertEquals(await Deno.readTextFile(`${home}/config.toml`), config);
     assertEquals(await exists(`${home}/config.toml.bak`), false, said);
@@ -356,6 +361,7 @@ Deno.test("uninstall --purge queues another server's uncommitted captures for th
       ?.cancel();
   }
   posts.length = 0;
+  const command = commandName(ctx.env); // the command install placed, and places again
   const said = await t.run(runUninstall, { purge: true }, ctx);
   assertEquals(posts, [], "nothing went to the server configured now");
   assertNotMatch(said, /install --url|--api-key/);
@@ -369,7 +375,7 @@ Deno.test("uninstall --purge queues another server's uncommitted captures for th
   assertStringIncludes(flat, "they are sent only there and stay queued until then");
   const printed = /`((?:[A-Z_]+=\S+ )+)(.+?) replay`/.exec(flat);
   assertTrue(printed, flat);
-  assertEquals(printed[2], commandName(ctx.env), "this program, run as the user runs it");
+  assertEquals(printed[2], command, "this program, run as the user runs it");
   const vars = Object.fromEntries(printed[1].trim().split(" ").map((v) => v.split("=", 2)));
   assertEquals(vars, { OPENVIKING_URL: old.url });
   await t.run(runInstall, {}, ctx);
@@ -489,8 +495,9 @@ Deno.test("uninstall --purge whose running capture is cut off mid-send while it 
   assertStringIncludes(said, "kc-s1: 2 message(s) not committed, cut off mid-send meanwhile: run");
   assertTrue(await exists(file), "its state stays");
   assertMatch(said, /nothing was changed/);
-  assertTrue(
-    await exists(`${t.kimi}/config.toml`) && (await Deno.readTextFile(`${t.kimi}/config.toml`)) !== "",
+  assertStringIncludes(
+    await Deno.readTextFile(`${t.kimi}/plugins/installed.json`),
+    "openviking-memory",
     said,
   );
 });

@@ -123,7 +123,7 @@ for (const mode of ["plugin"] as const) {
 /** A plugin-mode install in-process into `<dir>/home` (nothing answers at the URL). */
 async function installedPlugin(dir: string): Promise<{ home: string; kimi: string; root: string }> {
   const t = await installSandbox(dir, { OPENVIKING_URL: "http://127.0.0.1:9" });
-  await t.run(runInstall, { mode: "plugin" });
+  await t.run(runInstall);
   return { home: t.home, kimi: t.kimi, root: t.plugin };
 }
 

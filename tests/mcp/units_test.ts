@@ -5,7 +5,7 @@ import { type ErrorContext, type Failure, failureError } from "../../mcp/errors.
 import { exchangeTiming, networkCause, offlineProtocolVersion, PROXY_LIMITS } from "../../mcp/proxy.ts";
 import { serverMessageOf } from "../../openviking/client.ts";
 import { workspaceDir } from "../../cli/mcp.ts";
-import { mapStrings, MAX_DEPTH, redactedCall, TOO_DEEP } from "../../mcp/gate.ts";
+import { mapStrings, MAX_DEPTH, redacted, TOO_DEEP } from "../../mcp/gate.ts";
 
 const CTX: ErrorContext = {
   mcpUrl: "http://user:pw@ov.example:1933/mcp",
@@ -134,15 +134,15 @@ Deno.test("mcp/gate: a secret found in any argument is hidden in every other, wh
     method: "tools/call",
     params: args === undefined ? { name: "remember" } : { name: "remember", arguments: args },
   });
-  assertEquals(redactedCall(call()), call());
+  assertEquals(redacted(call()), call());
   const rows = [
     { a: "password=Hunter2Rover", b: "echo Hunter2Rover" },
     { a: "echo Hunter2Rover", b: "password=Hunter2Rover" },
     { list: ["echo Hunter2Rover", { deep: "token: Hunter2Rover" }] },
   ];
-  for (const args of rows) assertNotMatch(JSON.stringify(redactedCall(call(args))), /Hunter2Rover/);
+  for (const args of rows) assertNotMatch(JSON.stringify(redacted(call(args))), /Hunter2Rover/);
   assertEquals(
-    redactedCall(call(JSON.parse("[".repeat(MAX_DEPTH + 1) + "]".repeat(MAX_DEPTH + 1)))),
+    redacted(call(JSON.parse("[".repeat(MAX_DEPTH + 1) + "]".repeat(MAX_DEPTH + 1)))),
     undefined,
   );
 });

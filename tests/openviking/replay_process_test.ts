@@ -5,7 +5,7 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { runCli } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { clientOf, contents, enqueueMessages, payload, replayOpts } from "../support/queue.ts";
-import { destinationOf, replayQueue, SessionQueue, sessionQueueDir } from "../../openviking/queue.ts";
+import { destinationOf, replayQueue, SessionQueue } from "../../openviking/queue.ts";
 import { sandboxEnv } from "../support/hook-context.ts";
 import { readLedger, REPLAY_FILE } from "../../memory/ledger.ts";
 import { startHungServer } from "../support/hung-server.ts";
@@ -52,7 +52,7 @@ Deno.test("SessionStart's worker against a server that never answers stays withi
   );
   assertEquals([r.code, r.stdout], [0, ""]);
   const [entry] = await readLedger(`${dir.path}/.openviking/ledger/kimicode`, REPLAY_FILE);
-  assertEquals(entry?.kind === "replay" && entry.deferred, 4);
+  assertEquals(entry?.kind === "replay" && entry.replayed, 0, "nothing delivered to a hung server");
   assertTrue(entry.ms < budget + 1000, `the worker took ${entry.ms} ms for a ${budget} ms budget`);
 });
 
@@ -92,9 +92,4 @@ Deno.test("replay sends writes queued for another server only there: here they s
     assertMatch(flat, new RegExp(`\`OPENVIKING_URL=${url} [^\`]+ replay\``), `a command for ${url}`);
   }
   assertMatch(flat, /next replay: none here — every queued write is for another server or identity/);
-  await Deno.remove(await sessionQueueDir(pending, "kc-s2"), { recursive: true });
-
-  await using back = await FakeOpenViking.start({ port: gone.port });
-  const there = await runCli(["replay"], { env: sandboxEnv(dir.path, gone.url), clearEnv: true });
-  assertEquals([there.code, contents(back)], [0, ["message 0", "message 1"]], there.stderr);
 });

@@ -75,16 +75,16 @@ Deno.test("statePaths: no session's capture state is another session's prompt st
 Deno.test("state: written 0600 in a 0700 dir, round trips, bad files read as fresh", async () => {
   await using dir = await tempDir();
   const { file } = await statePaths(`${dir.path}/hook-state/kimicode`, "s1");
-  const s = { ...emptyState(), profileInjected: true, capturedKeys: ["0:user"] };
+  const s = { ...emptyState(), capturedKeys: ["0:user"] };
   await writeState(file, s);
   assertEquals((await Deno.stat(file)).mode! & 0o777, 0o600);
   assertEquals((await Deno.stat(`${dir.path}/hook-state/kimicode`)).mode! & 0o777, 0o700);
   assertEquals((await readState(file)).capturedKeys, ["0:user"]);
   await Deno.writeTextFile(file, "{torn");
   assertEquals(await readState(file), emptyState());
-  await Deno.writeTextFile(file, JSON.stringify({ version: 1, capturedKeys: "nope", profileInjected: "x" }));
+  await Deno.writeTextFile(file, JSON.stringify({ version: 1, capturedKeys: "nope", injectedUris: "x" }));
   const partial = await readState(file);
-  assertEquals([partial.capturedKeys, partial.profileInjected], [[], false]);
+  assertEquals([partial.capturedKeys, partial.injectedUris], [[], []]);
 });
 
 Deno.test("machinePrints: the prints of the newest capture states; a damaged one holds none; a change is seen", async () => {
@@ -245,28 +245,3 @@ Deno.test("lock: a holder killed with -9 and left a zombie (its parent never rea
     await parent.status;
   }
 });
-
-for (
-  const [what, damage] of [
-    ["empty", (f: string) => Deno.writeTextFile(f, "")],
-    ["half-written", (f: string) => Deno.writeTextFile(f, '{"version":1,"capturedKeys":["0:user","0:ass')],
-    ["garbage", (f: string) => Deno.writeFile(f, new Uint8Array([0xff, 0xfe, 0x00, 0x42, 0x9c, 0x0a]))],
-    ["a directory", (f: string) => Deno.mkdir(`${f}/inside`, { recursive: true })],
-  ] as const
-) {
-  Deno.test(`state: a damaged state file (${what}) is set aside, kept, and the fresh state says so`, async () => {
-    await using dir = await tempDir();
-    const paths = await statePaths(dir.path, "s1");
-    await damage(paths.file);
-    const res = await updateState(paths, (s) => Promise.resolve({ value: s.recover?.aside }), {
-      durable: true,
-    });
-    assertTrue(res.acquired);
-    const aside = res.value!;
-    assertTrue(aside.startsWith(`${paths.file}.damaged-`), aside);
-    assertEquals((await readState(paths.file)).recover?.aside, aside, "written before the damaged one went");
-    const kept = await Deno.lstat(aside);
-    assertEquals(kept.isDirectory, what === "a directory", "the damaged file is kept as it was");
-    if (kept.isFile) assertEquals((await Deno.stat(aside)).mode! & 0o777, 0o600);
-  });
-}

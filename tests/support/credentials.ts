@@ -289,6 +289,14 @@ export const CREDENTIALS: readonly Credential[] = [
   sample("fcm-server-key", "FCM legacy key {} in the backend", "AAAAq7Zk3mE:APA91bHx9q8w7e6r5t4y3u2i1o0pAsDfGhJkLzXcVbNm_-", "Hx9q8w7e6r5t4y3u2i1o0pAsDfGhJkLzXcVbNm_-Hx9q8w7e6r5t4y3u2i1o0pAsDfGhJkLzXcVbNm_-Hx9q8w7e6r5t4y"),
   sample("password-option", "echo '{}' | passwd --stdin deploy", "Tr0ub4", "dorXq9"),
   sample("password-option", "twine upload -u __token__ -p {} dist/*", "Hunter2", "Rover9"),
+  // Session 15's attack: each was sent as it was.
+  sample("expect-send", 'expect "assword:" { send "{}\\r" }', "Tr0ub4", "dorXq9"),
+  sample("storage-account-key", 'az storage account keys list:\n[\n  {\n    "keyName": "key1",\n    "permissions": "FULL",\n    "value": "{}"\n  }\n]', "87+CgDMhcIwUgIyyHj9wDISPCG4JMameNNDxzyo2EBXpvq", "XujWLXzKUu87GJ/rWBWtFvhpCm1bIBpKbDmn+Swn=="),
+  sample("assignment", 'network={\n  ssid="home"\n  psk="{}"\n}', "Zq8Rt6", "Wv3Yx1"),
+  sample("assignment", "pw: {}", "Zq8Rt6", "Wv3Yx1"),
+  sample("here-string", "sudo -S <<< '{}' apt update", "Zq8Rt6", "Wv3Yx1"),
+  sample("smtp-auth", "S: 334\nC: AUTH PLAIN {}", "AGFsaWNlAFpx", "OFJ0Nld2M1l4MQ=="),
+  sample("smtp-auth", "AUTH LOGIN\n334 VXNlcm5hbWU6\nYWxpY2U=\n334 UGFzc3dvcmQ6\n{}", "WnE4UnQ2", "V3YzWXgx"),
 ];
 
 /**
@@ -347,5 +355,8 @@ export const NOT_SECRETS: readonly string[] = [
   "vault kv put secret/app @data.json; vault kv put -mount=kv app db=-; vault kv get secret/app",
   'login(user, password); signIn("email", "password"); auth=(user, pw); router.login("/login", "/home"); login("a", "Log in")',
   'echo hello | ssh-add -l; ssh-add - <<< "$SSH_KEY"; cat key | ssh-add -',
+  'expect "$ " { send "exit\\r" }; expect "(yes/no)?" { send "yes\\r" }; send "$env(PW)\\r" after a password',
+  "auth plain text is fine; AUTH PLAIN is a SASL mechanism; pw: $PW; sudo -S apt update <<< yes; ssid=home",
+  '{"name": "sha512", "value": "Yq0Dc0eu1oKpkVVyrJH/3Ryu9+Vd3MDzk+y2vZSTTbnpuEQhVeh+GdBmRJcvOPTW2jJvSbv/n/yoQeBcyQGCw9ab=="}',
   "\u{1F469}\u200d\u{1F4BB} pairs; a \u200b spaced word, \u0641\u0627\u200c\u0631\u0633 \u200f and \u{1F44D}\u{1F3FD}",
 ];

@@ -325,11 +325,7 @@ export const FAKE_MEMORY_LINE = lineOf(DEFAULT_ENTRY);
 export const FAKE_PROFILE_ROW =
   "Profile (viking://user/default/memories/profile.md): Name: Test User · Likes: tabs";
 
-/** What the prompt hook prints first in a session in config mode against the default fake: profile and memory. */
-export const FAKE_DIGEST_FIRST =
-  `<openviking-context>\n${FAKE_PROFILE_ROW}\n${FAKE_MEMORY_LINE}\n</openviking-context>`;
-
-/** What the prompt hook prints for the default memory alone (first prompt in plugin mode, or without the profile). */
+/** What the prompt hook prints for the default memory alone (a session's first prompt). */
 export const FAKE_DIGEST = `<openviking-context>\n${FAKE_MEMORY_LINE}\n</openviking-context>`;
 
 /** A memory the fake invents for a query (see {@link echoContext}): one per distinct query. */

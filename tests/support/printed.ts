@@ -7,7 +7,8 @@ import { PRINT_MAX_CHARS } from "../../lib/neutralize.ts";
 export const UNPRINTABLE = /(?![\t\n\u200c\u200d])[\p{Cc}\p{Cf}]|\p{Cs}/u;
 
 /** A `<` that starts something tag-like (what the neutraliser escapes). */
-export const TAG_LIKE = /<[\p{M}\u200c\u200d]*(?:[\p{L}_:/!?|]|$)/u;
+export const TAG_LIKE =
+  /<[\p{M}\u200c\u200d]*(?:[\p{L}_:|/\uff0f\u2044\u2215\u2571\u27cb\u29f8\u3033\u31d3\u2f03\u1735\u2cc6\u{1d23a}!?\uff01\uff1f]|$)/u;
 
 /** Our markup, by name: the only tag-like tokens printed output may hold. */
 const OUR_TAGS: [RegExp, string][] = [
