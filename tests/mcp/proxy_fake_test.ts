@@ -64,9 +64,7 @@ Deno.test("mcp/fake: every request carries auth, identity and protocol version h
   assertEquals(said, `fake remember: ${redacted},"limit":3}`);
   // A 54 K private span (one regular expression of learned secrets was too large for it): answered, hidden.
   const span = Array.from({ length: 5000 }, (_, i) => `clause ${i}`).join(" ");
-  resultOf(
-    await proxy.call(4, "remember", { text: `<private>${span}</private> ${span}` }),
-  );
+  resultOf(await proxy.call(4, "remember", { text: `<private>${span}</private> ${span}` }));
   assertNotMatch(JSON.stringify(fake.mcp.received), /sk-proj-|4711|private|clause 4999/);
   // Notifications go upstream (answered 202) and produce no output.
   await proxy.send({ jsonrpc: "2.0", method: "notifications/roots/list_changed" });
