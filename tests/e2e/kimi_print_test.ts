@@ -25,9 +25,8 @@ import {
   MCP_ARGS,
   MCP_PREFIX,
   mcpTools,
-  type Mode,
   type Msg,
-  offeredTools,
+  OFFERED_MCP_TOOLS,
   Rig,
   SLOW_TEXT,
   TOOL_TURN_ANSWER,
@@ -50,14 +49,12 @@ const VARIANTS: { version: string; legacy: boolean }[] = [
   ...kimiE2eVersions().map((version) => ({ version, legacy: false })),
   ...kimiE2eVersions().includes("0.41.0") ? [{ version: "0.41.0", legacy: true }] : [],
 ];
-const mode: Mode = "plugin";
 
 for (const { version, legacy } of VARIANTS) {
-  const name = `e2e kimi ${version}${legacy ? " legacy engine" : ""} -p, ${mode} mode`;
+  const name = `e2e kimi ${version}${legacy ? " legacy engine" : ""} -p`;
   const install = await kimiOrSkip(version, name);
   Deno.test({ name, ignore: !install, ...E2E_TEST }, async (t) => {
     await using rig = await Rig.create(install!, {
-      mode,
       env: legacy ? { KIMI_CODE_LEGACY_FLAG: "1" } : {},
     });
     const fake = rig.fake!;
@@ -123,8 +120,8 @@ for (const { version, legacy } of VARIANTS) {
           "CALL_MCP please search my memory for my indentation preference, then READ_VIKING its file";
         const r = await rig.print(prompt);
         const reqs = rig.model.chatRequests().slice(before);
-        const prefix = MCP_PREFIX[mode];
-        assertEquals(mcpTools(reqs[0]), offeredTools(mode));
+        const prefix = MCP_PREFIX;
+        assertEquals(mcpTools(reqs[0]), OFFERED_MCP_TOOLS);
         const calls = fake.mcp.receivedMethod("tools/call").map((m) => m.params);
         assertEquals(calls, [{ name: "search", arguments: MCP_ARGS }]);
         const [searched, refused] = reqs.filter((q) => q.hasToolResult).map((q) => q.lastToolOutput ?? "");
@@ -261,7 +258,7 @@ for (const { version, legacy } of VARIANTS) {
             beside && !isHookResult(beside),
             "no recall without a server, and no error text either",
           );
-          assertEquals(mcpTools(downReqs[0]), offeredTools(mode));
+          assertEquals(mcpTools(downReqs[0]), OFFERED_MCP_TOOLS);
 
           await expectQueuedTurn(rig, ov, turn, downPrompt, seen);
 

@@ -41,12 +41,10 @@ interface ChatBody {
 }
 
 /** Any HTTP request the server saw; `body` parsed JSON (the raw text if it was not JSON, null when empty). */
-export interface RecordedRequest {
+interface RecordedRequest {
   seq: number;
-  at: number;
   method: string;
   path: string;
-  headers: Record<string, string>;
   body: unknown;
 }
 
@@ -261,17 +259,8 @@ export class ModelServer {
         body = raw;
       }
     }
-    const url = new URL(req.url ?? "/", "http://127.0.0.1");
-    const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers[k] = v;
-    const rec: RecordedRequest = {
-      seq: this.requests.length + 1,
-      at: Date.now(),
-      method: req.method ?? "GET",
-      path: url.pathname,
-      headers,
-      body,
-    };
+    const path = new URL(req.url ?? "/", "http://127.0.0.1").pathname;
+    const rec: RecordedRequest = { seq: this.requests.length + 1, method: req.method ?? "GET", path, body };
     this.requests.push(rec);
 
     try {
