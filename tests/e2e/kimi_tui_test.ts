@@ -142,7 +142,7 @@ for (const version of KIMI_VERSIONS) {
         const next = rig.mainRequests().at(-1)!;
         const answers = next.body.messages.filter((m) => m.role === "assistant").map(messageText);
         assertTrue(
-          answers.includes(partial),
+          answers.some((a) => a.trimEnd() === partial), // capture trims a text's end (kimi/journal/clean.ts)
           `the model got the same partial answer OpenViking got (${partial.length} chars): ${
             JSON.stringify(answers.map((a) => a.slice(-40)))
           }, OpenViking ${JSON.stringify(partial.slice(-40))}; ${JSON.stringify(await rig.hookRuns())}`,
