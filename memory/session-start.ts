@@ -25,11 +25,10 @@ async function houseKeeping(ctx: HookContext, now = Date.now()) {
   const last = stamp ? (await Deno.stat(stamp).catch(() => undefined))?.mtime?.getTime() : undefined;
   if (last !== undefined && now >= last && now - last < SWEEP_EVERY_MS) return undefined;
   if (stamp) await writeFileAtomic(stamp, `${JSON.stringify({ at: now })}\n`).catch(() => {});
-  const states = orNoHome(() => hookStateDir(ctx.env));
-  const temps = await removeAbandonedTemps(ctx.pendingDir) +
-    (states ? await removeAbandonedTemps(states) : 0);
+  const [states, ledger] = [orNoHome(() => hookStateDir(ctx.env)), orNoHome(() => ledgerDir(ctx.env))];
+  let temps = 0; // a queue's own go as it opens or replays (openviking/queue.ts)
+  for (const dir of [ctx.sharedStateDir, states, ledger]) temps += dir ? await removeAbandonedTemps(dir) : 0;
   const pruned = states ? await pruneStates(states, now).catch(() => 0) : 0;
-  const ledger = orNoHome(() => ledgerDir(ctx.env));
   if (ledger) await pruneLedger(ledger, undefined, now).catch(() => 0);
   return { staleTempsRemoved: temps, ...(pruned ? { statesPruned: pruned } : {}) };
 }

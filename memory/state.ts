@@ -339,17 +339,10 @@ function sessionsIn(dir: string, names: readonly string[]): Session[] {
   for (const n of names) {
     const base = n.endsWith(".prompt.json") ? n.slice(0, -12) : n.endsWith(".json") ? n.slice(0, -5) : "";
     if (!base) continue;
-    const mtime = (() => {
-      try {
-        const i = Deno.lstatSync(joinPath(dir, n));
-        return i.isFile ? i.mtime?.getTime() ?? 0 : undefined;
-      } catch {
-        return undefined;
-      }
-    })();
-    if (mtime === undefined) continue;
+    const info = orUndefined(() => Deno.lstatSync(joinPath(dir, n)));
+    if (!info?.isFile) continue;
     const s = by.get(base) ?? { name: `${base}.json`, files: [], mtime: 0 };
-    by.set(base, { ...s, files: [...s.files, n], mtime: Math.max(s.mtime, mtime) });
+    by.set(base, { ...s, files: [...s.files, n], mtime: Math.max(s.mtime, info.mtime?.getTime() ?? 0) });
   }
   return [...by.values()].sort((a, b) => b.mtime - a.mtime);
 }

@@ -166,14 +166,23 @@ Deno.test("session start sweeps the whole home (ledger, states' strays, temp fil
   await using w = await world({ env: { OPENVIKING_WRITE_PATH_ASYNC: "0" } });
   const stamp = `${w.home}/.openviking/state/kimicode-housekeeping.json`;
   const stray = `${w.home}/.openviking/hook-state/kimicode/killed.json.lock`;
+  const temp = `${w.home}/.openviking/state/kimicode-made.json.1.0123abcd.tmp`;
   await Deno.mkdir(`${w.home}/.openviking/state`, { recursive: true, mode: 0o700 });
   await Deno.mkdir(dirName(stray), { recursive: true, mode: 0o700 });
   const start = async (session: string) => {
     const old = await ledgerFile(w.home, "session_old", FORTY_DAYS);
     await Deno.writeTextFile(stray, "");
-    await Deno.utime(stray, new Date(Date.now() - FORTY_DAYS), new Date(Date.now() - FORTY_DAYS));
+    await Deno.writeTextFile(temp, "");
+    for (const f of [stray, temp]) {
+      await Deno.utime(f, new Date(Date.now() - FORTY_DAYS), new Date(Date.now() - FORTY_DAYS));
+    }
     await w.hook("session-start", { source: "startup" }, session);
     assertEquals(await exists(stray), await exists(old), "the states' strays go in the same sweep");
+    assertEquals(
+      await exists(temp),
+      await exists(old),
+      "as do killed writes' temp files in the shared state",
+    );
     return await exists(old);
   };
   const swept = async (ago: number) => {
