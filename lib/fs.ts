@@ -153,20 +153,29 @@ function isProcessGone(pid: number): boolean {
   }
 }
 
-/** Deletes the `*.tmp` files of killed writes in `dir` (over an hour old, or their writer gone); returns how many. */
-export async function removeAbandonedTemps(dir: string): Promise<number> {
+/** A kind of file a sweep removes: its names, the age past which one goes (0: at once), how it goes. */
+type Aged = { name: RegExp; ageMs: (name: string) => number; remove?: (path: string) => Promise<unknown> };
+
+/** Removes the files of kind `k` in `dir` untouched for its age at `now`; how many went. */
+export async function removeAged(dir: string, k: Aged, now = Date.now()): Promise<number> {
   let removed = 0;
   for (const e of await listDir(dir).catch(() => [])) {
-    if (!e.isFile || !e.name.endsWith(".tmp")) continue;
-    const [writer, path] = [/\.(\d+)\.[0-9a-f]{8}\.tmp$/.exec(e.name), joinPath(dir, e.name)];
-    const gone = writer !== null && isProcessGone(Number(writer[1]));
-    const mtime = gone ? 0 : (await Deno.stat(path).catch(() => undefined))?.mtime?.getTime();
-    if (gone || (mtime && Date.now() - mtime > 3600_000)) {
-      await Deno.remove(path).then(() => removed++, () => {});
-    }
+    const [age, path] = [e.isFile && k.name.test(e.name) ? k.ageMs(e.name) : Infinity, joinPath(dir, e.name)];
+    const mtime = age > 0 ? (await Deno.lstat(path).catch(() => undefined))?.mtime?.getTime() : -Infinity;
+    if (age === Infinity || mtime === undefined || now - mtime < age) continue;
+    await (k.remove ?? Deno.remove)(path).then(() => removed++, () => {});
   }
   return removed;
 }
+
+/** The `*.tmp` files of killed writes: over an hour old, or at once when their writer is gone. */
+const TEMPS: Aged = {
+  name: /\.tmp$/,
+  ageMs: (n) => isProcessGone(Number(/\.(\d+)\.[0-9a-f]{8}\.tmp$/.exec(n)?.[1] ?? 0)) ? 0 : 3600_000,
+};
+
+/** Deletes the temp files of killed writes in `dir`; how many. */
+export const removeAbandonedTemps = (dir: string): Promise<number> => removeAged(dir, TEMPS);
 
 /** Why `dir` cannot hold our files (found by writing a probe), or ""; `removeCreated` leaves no new directory. */
 export async function unwritableReason(

@@ -13,13 +13,12 @@ import {
   openAppendSync,
   parseJsonOrUndefined,
   readTextIfExists,
-  removeAbandonedTemps,
-  writeFileAtomic,
+  removeAged,
   writeFileAtomicSync,
 } from "../lib/fs.ts";
 import { stillAtPath } from "../lib/lock.ts";
 import { cutText } from "../lib/neutralize.ts";
-import { dirName, type Env, hookStateDir, joinPath, ledgerDir, orNoHome, safeId } from "../lib/paths.ts";
+import { dirName, type Env, joinPath, ledgerDir, orNoHome, safeId } from "../lib/paths.ts";
 import { hasTrait } from "../kimi/hooks.ts";
 import type { HookContext, HookResult } from "./context.ts";
 import { ShownSchema } from "./memory.ts";
@@ -195,13 +194,15 @@ export async function ledgerFiles(dir: string) {
 
 /** Drops ledger files untouched for `ledgerMaxAgeDays`, then the oldest past `ledgerMaxBytes`; how many. */
 export async function pruneLedger(dir: string, limits = LEDGER_LIMITS, now = Date.now()): Promise<number> {
-  let removed = 0;
+  let removed = await removeAged(
+    dir,
+    { name: /\.jsonl$/, ageMs: () => limits.ledgerMaxAgeDays * 864e5 },
+    now,
+  );
   let total = 0;
   for (const f of await ledgerFiles(dir)) {
-    const old = now - f.mtime > limits.ledgerMaxAgeDays * 86_400_000;
-    if (old || total + f.size > limits.ledgerMaxBytes) {
-      if (await Deno.remove(ledgerFile(dir, f.name)).then(() => true, () => false)) removed++;
-    } else total += f.size;
+    if (total + f.size <= limits.ledgerMaxBytes) total += f.size;
+    else await Deno.remove(ledgerFile(dir, f.name)).then(() => removed++, () => {});
   }
   return removed;
 }
@@ -275,22 +276,6 @@ export async function recordReplay(
   const entry = replayEntryOf(report, { startedAt, now: Date.now() });
   const dir = orNoHome(() => ledgerDir(env));
   return !entry || (dir !== undefined && await appendLedger(dir, REPLAY_FILE, stamped(entry, config)));
-}
-
-const HOUSEKEEPING_EVERY_MS = 86_400_000;
-const HOUSEKEEPING_STAMP = "kimicode-housekeeping.json";
-
-/** Once a day: removes killed writes' temp files and prunes the ledger; the temps removed, or undefined (not due). */
-export async function houseKeeping(ctx: HookContext, now = Date.now()): Promise<number | undefined> {
-  const stamp = ctx.sharedStateDir ? joinPath(ctx.sharedStateDir, HOUSEKEEPING_STAMP) : "";
-  const last = stamp ? (await Deno.stat(stamp).catch(() => undefined))?.mtime?.getTime() : undefined;
-  if (last !== undefined && now >= last && now - last < HOUSEKEEPING_EVERY_MS) return undefined;
-  if (stamp) await writeFileAtomic(stamp, `${JSON.stringify({ at: now })}\n`).catch(() => {});
-  const temps = await removeAbandonedTemps(ctx.pendingDir) +
-    await removeAbandonedTemps(hookStateDir(ctx.env));
-  const dir = orNoHome(() => ledgerDir(ctx.env));
-  if (dir) await pruneLedger(dir, undefined, now).catch(() => 0);
-  return temps;
 }
 
 /** Appends the run's entry to its session's ledger (a replay's to the replay one); `event`: what it names. */

@@ -7,14 +7,31 @@ import { replayQueue } from "../openviking/queue.ts";
 import { updateState } from "./state.ts";
 import { clientFor, clientUnlessSilent, type HookContext, type HookResult } from "./context.ts";
 import { spawnWorker } from "../kimi/detach.ts";
-import { houseKeeping } from "./ledger.ts";
+import { pruneLedger } from "./ledger.ts";
 import { refreshFromHook } from "./system-prompt.ts";
 import { checkExtraction } from "./extraction.ts";
 import { resolvePeer } from "../openviking/peer.ts";
 import { pruneStates } from "./state.ts";
-import { dirName } from "../lib/paths.ts";
+import { hookStateDir, joinPath, ledgerDir, orNoHome } from "../lib/paths.ts";
+import { removeAbandonedTemps, writeFileAtomic } from "../lib/fs.ts";
 
 const REPEAT_WINDOW_MS = 2000;
+const [SWEEP_EVERY_MS, SWEEP_STAMP] = [86_400_000, "kimicode-housekeeping.json"];
+
+/** Once a day, the home's sweep, each kind of file by its own rule (what it owes kept): temp files of killed
+ * writes, states and strays, the ledger's bounds; what went, or undefined (not due). */
+async function houseKeeping(ctx: HookContext, now = Date.now()) {
+  const stamp = ctx.sharedStateDir ? joinPath(ctx.sharedStateDir, SWEEP_STAMP) : "";
+  const last = stamp ? (await Deno.stat(stamp).catch(() => undefined))?.mtime?.getTime() : undefined;
+  if (last !== undefined && now >= last && now - last < SWEEP_EVERY_MS) return undefined;
+  if (stamp) await writeFileAtomic(stamp, `${JSON.stringify({ at: now })}\n`).catch(() => {});
+  const [states, ledger] = [orNoHome(() => hookStateDir(ctx.env)), orNoHome(() => ledgerDir(ctx.env))];
+  let temps = 0; // a queue's own go as it opens or replays (openviking/queue.ts)
+  for (const dir of [ctx.sharedStateDir, states, ledger]) temps += dir ? await removeAbandonedTemps(dir) : 0;
+  const pruned = states ? await pruneStates(states, now).catch(() => 0) : 0;
+  if (ledger) await pruneLedger(ledger, undefined, now).catch(() => 0);
+  return { staleTempsRemoved: temps, ...(pruned ? { statesPruned: pruned } : {}) };
+}
 
 /** Probes, replays the pending queues and asks about extraction in one budget, then refreshes the plugin's system prompt. */
 async function replayQueues(ctx: HookContext): Promise<HookResult> {
@@ -26,8 +43,7 @@ async function replayQueues(ctx: HookContext): Promise<HookResult> {
   // Prompts of sessions that died before a Stop, and sessions that ended without SessionEnd: delivered now.
   const leftPrompts = await (await import("./capture.ts")).sendLeftPrompts(ctx, budget);
   const leftCommitted = await (await import("./idle-commit.ts")).commitLeftSessions(ctx, budget);
-  const temps = await houseKeeping(ctx);
-  const pruned = ctx.capturePaths ? await pruneStates(dirName(ctx.capturePaths.file)).catch(() => 0) : 0;
+  const swept = await houseKeeping(ctx);
   const here = { session: ctx.ovSessionId, peer: (await resolvePeer(ctx.cwd, ctx.config)).peerId };
   const alarm = await checkExtraction(client, ctx.sharedStateDir, here, budget);
   await refreshFromHook(ctx, true);
@@ -39,8 +55,7 @@ async function replayQueues(ctx: HookContext): Promise<HookResult> {
       leftCommitted,
       leftPrompts,
       extractionAlarm: alarm === null ? "not-asked" : alarm !== undefined,
-      ...(temps === undefined ? {} : { staleTempsRemoved: temps }),
-      ...(pruned ? { statesPruned: pruned } : {}),
+      ...swept,
     },
   };
 }

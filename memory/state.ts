@@ -2,7 +2,8 @@
 
 import * as z from "zod/mini";
 import { CauseSchema } from "../openviking/advice.ts";
-import { isNotFound, parseJsonOrUndefined, readTextIfExists, settled, writeFileAtomic } from "../lib/fs.ts";
+import { isNotFound, parseJsonOrUndefined, readTextIfExists, removeAged, settled } from "../lib/fs.ts";
+import { writeFileAtomic } from "../lib/fs.ts";
 import { dirName, joinPath, safeId } from "../lib/paths.ts";
 import { type LockOptions, type LockResult, withLock } from "../lib/lock.ts";
 import { RecallSchema } from "./recall.ts";
@@ -338,31 +339,18 @@ function sessionsIn(dir: string, names: readonly string[]): Session[] {
   for (const n of names) {
     const base = n.endsWith(".prompt.json") ? n.slice(0, -12) : n.endsWith(".json") ? n.slice(0, -5) : "";
     if (!base) continue;
-    const mtime = (() => {
-      try {
-        const i = Deno.lstatSync(joinPath(dir, n));
-        return i.isFile ? i.mtime?.getTime() ?? 0 : undefined;
-      } catch {
-        return undefined;
-      }
-    })();
-    if (mtime === undefined) continue;
+    const info = orUndefined(() => Deno.lstatSync(joinPath(dir, n)));
+    if (!info?.isFile) continue;
     const s = by.get(base) ?? { name: `${base}.json`, files: [], mtime: 0 };
-    by.set(base, { ...s, files: [...s.files, n], mtime: Math.max(s.mtime, mtime) });
+    by.set(base, { ...s, files: [...s.files, n], mtime: Math.max(s.mtime, info.mtime?.getTime() ?? 0) });
   }
   return [...by.values()].sort((a, b) => b.mtime - a.mtime);
 }
 
-/** Removes what killed runs left in `dir` untouched for {@link STATE_RETENTION_MS}: a lock no one holds, a damaged state set aside. */
-async function pruneStrays(dir: string, names: readonly string[], now: number): Promise<void> {
-  for (const n of names.filter((n) => n.endsWith(".lock") || /\.damaged-\d+$/.test(n))) {
-    const path = joinPath(dir, n);
-    const info = await Deno.lstat(path).catch(() => undefined);
-    if (!info?.isFile || now - (info.mtime?.getTime() ?? now) < STATE_RETENTION_MS) continue;
-    if (!n.endsWith(".lock")) await Deno.remove(path).catch(() => undefined);
-    else await withLock(path, () => Promise.resolve(), { waitMs: 0, makeDir: false }).catch(() => undefined); // gone on release
-  }
-}
+/** What killed runs left in a state directory: a lock no one holds (it goes on release), a damaged state set aside. */
+const removeStray = (p: string) =>
+  p.endsWith(".lock") ? withLock(p, async () => {}, { waitMs: 0, makeDir: false }) : Deno.remove(p);
+const STRAYS = { name: /\.lock$|\.damaged-\d+$/, ageMs: () => STATE_RETENTION_MS, remove: removeStray };
 
 /**
  * Removes the states of sessions in `dir` untouched for {@link STATE_RETENTION_MS} that owe nothing (no capture
@@ -377,7 +365,7 @@ export async function pruneStates(dir: string, now = Date.now()): Promise<number
     const kept = (await readState(joinPath(dir, s.name.replace(/\.json$/, ".prompt.json")))).fallbackPrompts;
     return uncommitted(state).length > 0 || (state.inflight?.keys.length ?? 0) > 0 || kept.length > 0;
   };
-  await pruneStrays(dir, names, now);
+  await removeAged(dir, STRAYS, now);
   const candidates: Session[] = [];
   for (const s of old) if (!await owing(s)) candidates.push(s);
   await recordPruned(dir, candidates.map((s) => s.name)); // listed before any goes: a resume then asks

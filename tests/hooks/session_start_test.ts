@@ -8,6 +8,7 @@ import { FAKE_DIGEST, type FakeTask } from "../support/fake-openviking.ts";
 import { WORKER_ENV } from "../../kimi/detach.ts";
 import { systemPromptText } from "../../memory/system-prompt.ts";
 import { type World, world } from "./world.ts";
+import { dirName } from "../../lib/paths.ts";
 
 const SERVER_WORDS = "VLM call failed: Error code: 401 - invalid api key for model gpt-4o-mini";
 const ALARM_LINE =
@@ -161,13 +162,27 @@ async function ledgerFile(home: string, name: string, ageMs: number): Promise<st
   return file;
 }
 
-Deno.test("session start sweeps the whole home (ledger, temp files) at most once a day, inline too", async () => {
+Deno.test("session start sweeps the whole home (ledger, states' strays, temp files) at most once a day, inline too", async () => {
   await using w = await world({ env: { OPENVIKING_WRITE_PATH_ASYNC: "0" } });
   const stamp = `${w.home}/.openviking/state/kimicode-housekeeping.json`;
+  const stray = `${w.home}/.openviking/hook-state/kimicode/killed.json.lock`;
+  const temp = `${w.home}/.openviking/state/kimicode-made.json.1.0123abcd.tmp`;
   await Deno.mkdir(`${w.home}/.openviking/state`, { recursive: true, mode: 0o700 });
+  await Deno.mkdir(dirName(stray), { recursive: true, mode: 0o700 });
   const start = async (session: string) => {
     const old = await ledgerFile(w.home, "session_old", FORTY_DAYS);
+    await Deno.writeTextFile(stray, "");
+    await Deno.writeTextFile(temp, "");
+    for (const f of [stray, temp]) {
+      await Deno.utime(f, new Date(Date.now() - FORTY_DAYS), new Date(Date.now() - FORTY_DAYS));
+    }
     await w.hook("session-start", { source: "startup" }, session);
+    assertEquals(await exists(stray), await exists(old), "the states' strays go in the same sweep");
+    assertEquals(
+      await exists(temp),
+      await exists(old),
+      "as do killed writes' temp files in the shared state",
+    );
     return await exists(old);
   };
   const swept = async (ago: number) => {
