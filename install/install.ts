@@ -40,7 +40,7 @@ import {
   versionsLeftFor,
   versionsUsedBy,
 } from "./program.ts";
-import { outsideHooksProblem, planConfigUninstall } from "./toml-block.ts";
+import { planConfigUninstall } from "./toml-block.ts";
 import {
   carryOut,
   checkCreatable,
@@ -135,14 +135,14 @@ function planConfigOut(state: KimiState, plan: Plan, switching: boolean): string
   if (!cfg.ok) return cfg.error;
   const mcp = planMcpUninstall(state.mcpText);
   if (!mcp.ok) return mcp.error;
-  if (switching) {
-    const outside = outsideHooksProblem(state.strayHooks, state.upstreamHooks);
-    if (outside) return outside;
-  } else if (state.strayHooks.length) {
+  const strays = state.strayHooks.map((h) => `hooks[${h.index}]: ${h.command}`).join("; ");
+  if (strays && switching) {
+    return `config.toml has openviking-kimi [[hooks]] outside the marked block (${strays}); Kimi may have ` +
+      "rewritten the file. Delete those [[hooks]] tables and run install again.";
+  } else if (strays) {
     plan.notes.push(
-      `Note: config.toml still has openviking-kimi [[hooks]] outside the marked block (${
-        state.strayHooks.map((h) => h.command).join("; ")
-      }); delete those [[hooks]] tables by hand.`,
+      `Note: config.toml still has openviking-kimi [[hooks]] outside the marked block (${strays}); delete ` +
+        "those [[hooks]] tables by hand.",
     );
   }
   if (cfg.changed) {
