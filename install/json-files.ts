@@ -5,7 +5,7 @@
 
 import { findNodeAtLocation, type Node, parseTree } from "jsonc-parser";
 import * as z from "zod/mini";
-import { isRecord } from "../lib/parsed.ts";
+import { deepEqual, isRecord } from "../lib/parsed.ts";
 import {
   classifyMcpEntry,
   type Edit,
@@ -169,43 +169,34 @@ const named = (node: Node | undefined, key: string) =>
 
 const refuse = (what: string): Refusal => ({ ok: false, error: `mcp.json ${what}; nothing was changed.` });
 
-/** mcp.json read: its text ("" when blank or absent) and the entry under our name; or why it cannot be edited. */
-function loadMcp(current: string | undefined): Result<{ text: string; entry: unknown }> {
-  if (current === undefined || current.trim() === "") return { ok: true, text: "", entry: undefined };
-  const parsed = parseJson(current);
-  if (!parsed.ok) {
-    return refuse(`is not valid JSON (${parsed.error}). Fix it or restore mcp.json.bak, then run again`);
+/** Plans our entry out of mcp.json (someone else's stays, OpenViking's too), refused when the rest would read differently. */
+export function planMcpUninstall(current: string | undefined): EditPlan {
+  const same = (warnings: string[] = []) => ({ ok: true as const, after: current, changed: false, warnings });
+  if (current === undefined || current.trim() === "") return same();
+  const before = parseJson(current);
+  if (!before.ok) {
+    return refuse(`is not valid JSON (${before.error}). Fix it or restore mcp.json.bak, then run again`);
   }
-  const root = treeOf(current);
-  const servers = isRecord(parsed.value) ? parsed.value.mcpServers : undefined;
-  if (!root || root.type !== "object" || (servers !== undefined && !isRecord(servers))) {
+  const doc = before.value;
+  const servers = isRecord(doc) ? (Object.hasOwn(doc, "mcpServers") ? doc.mcpServers : {}) : undefined;
+  if (!isRecord(doc) || !isRecord(servers) || !treeOf(current)) {
     return refuse('must be an object whose "mcpServers" is an object. Fix it and run again');
   }
-  if (named(root, "mcpServers").length > 1) {
-    return refuse('has "mcpServers" more than once. Keep one and run again');
+  const { [MCP_SERVER_NAME]: entry, ...rest } = servers;
+  const owner = classifyMcpEntry(Object.hasOwn(servers, MCP_SERVER_NAME) ? entry : undefined);
+  if (owner === "absent") return same();
+  if (owner !== "ours") {
+    return same([
+      `mcp.json's "${MCP_SERVER_NAME}" server was not written by openviking-kimi; it was left in place.`,
+    ]);
   }
-  if (named(findNodeAtLocation(root, ["mcpServers"]), MCP_SERVER_NAME).length > 1) {
-    return refuse(`has the "${MCP_SERVER_NAME}" server more than once. Keep one and run again`);
+  const after = editJson(current, ["mcpServers", MCP_SERVER_NAME], undefined);
+  const left = parseJson(after);
+  if (!left.ok || !deepEqual(left.value, { ...doc, mcpServers: rest })) {
+    return refuse(
+      `has "mcpServers" or the "${MCP_SERVER_NAME}" server more than once. Keep one and run again`,
+    );
   }
-  return {
-    ok: true,
-    text: current,
-    entry: servers && Object.hasOwn(servers, MCP_SERVER_NAME) ? servers[MCP_SERVER_NAME] : undefined,
-  };
-}
-
-/** Plans our entry out of mcp.json (someone else's stays, OpenViking's too). */
-export function planMcpUninstall(current: string | undefined): EditPlan {
-  const loaded = loadMcp(current);
-  if (!loaded.ok) return loaded;
-  const previous = classifyMcpEntry(loaded.entry);
-  if (previous !== "ours") {
-    const warnings = previous === "absent"
-      ? []
-      : [`mcp.json's "${MCP_SERVER_NAME}" server was not written by openviking-kimi; it was left in place.`];
-    return { ok: true, after: current, changed: false, warnings };
-  }
-  const after = editJson(loaded.text, ["mcpServers", MCP_SERVER_NAME], undefined);
   return { ok: true, after: after === CREATED_EMPTY ? undefined : after, changed: true, warnings: [] };
 }
 
