@@ -64,7 +64,7 @@ export function findBlocks(text: string): Result<{ blocks: Block[] }> {
       open = undefined;
     }
   }
-  if (open !== undefined) return bad(`: "${BLOCK_BEGIN}" is never closed by "${BLOCK_END}"`);
+  if (open !== undefined) return bad(`line ${open + 1}: "${BLOCK_BEGIN}" is never closed by "${BLOCK_END}"`);
   return { ok: true, blocks };
 }
 
