@@ -11,13 +11,13 @@ import {
   MCP_SERVER_NAME,
 } from "./spec.ts";
 import {
-  blockInfo,
+  type Block,
   findBlocks,
   type FoundHook,
   hooksOf,
   invalidHookKeys,
   parseToml,
-  removeBlocks,
+  withoutBlocks,
 } from "./toml-block.ts";
 import { findRecord, parseJson, parseRegistry } from "./json-files.ts";
 import { readText } from "./transaction.ts";
@@ -55,7 +55,7 @@ export async function readKimiState(home: string) {
   const config = await read(paths.config);
   let configError = config.error;
   const hooks = {
-    blocks: [] as ReturnType<typeof blockInfo>[],
+    blocks: [] as Block[],
     configHooks: [] as FoundHook[],
     strayHooks: [] as FoundHook[],
     upstreamHooks: [] as FoundHook[],
@@ -65,12 +65,12 @@ export async function readKimiState(home: string) {
     const parsed = parseToml(config.text);
     const found = findBlocks(config.text);
     if (!parsed.ok) configError = parsed.error;
-    else if ("error" in found) configError = found.error;
+    else if (!found.ok) configError = found.error;
     else {
-      const outside = parseToml(removeBlocks(config.text));
+      const outside = parseToml(withoutBlocks(config.text, found.blocks));
       const loose = outside.ok ? hooksOf(outside.value) : [];
       Object.assign(hooks, {
-        blocks: found.blocks.map(blockInfo),
+        blocks: found.blocks,
         configHooks: hooksOf(parsed.value),
         invalidHookKeys: invalidHookKeys(parsed.value),
         strayHooks: loose.filter((h) => isOurHookCommand(h.command)),

@@ -40,7 +40,7 @@ import {
   versionsLeftFor,
   versionsUsedBy,
 } from "./program.ts";
-import { outsideHooksProblem, planConfigUninstall } from "./toml-block.ts";
+import { planConfigUninstall } from "./toml-block.ts";
 import {
   carryOut,
   checkCreatable,
@@ -129,20 +129,23 @@ function planKimiFile(plan: Plan, state: KimiState, file: KimiFile, after: strin
   planFile(plan, path, text, after, what, ours ? "none" : "bak");
 }
 
-/** Plans config mode out: our block and `mcp.json` entry (`switching`: to plugin mode, refusing stray hooks). */
-function planConfigOut(state: KimiState, plan: Plan, switching: boolean): string | undefined {
+/**
+ * Plans config mode out: our block, `mcp.json` entry and memory skill (its directory with it, and `skills/` when
+ * left empty and made by install); `switching`: to plugin mode, refusing our hooks outside the block.
+ */
+async function planConfigOut(env: Env, state: KimiState, plan: Plan, switching: boolean) {
   const cfg = planConfigUninstall(state.configText);
   if (!cfg.ok) return cfg.error;
   const mcp = planMcpUninstall(state.mcpText);
   if (!mcp.ok) return mcp.error;
-  if (switching) {
-    const outside = outsideHooksProblem(state.strayHooks, state.upstreamHooks);
-    if (outside) return outside;
-  } else if (state.strayHooks.length) {
+  const strays = state.strayHooks.map((h) => `hooks[${h.index}]: ${h.command}`).join("; ");
+  if (strays && switching) {
+    return `config.toml has openviking-kimi [[hooks]] outside the marked block (${strays}); Kimi may have ` +
+      "rewritten the file. Delete those [[hooks]] tables and run install again.";
+  } else if (strays) {
     plan.notes.push(
-      `Note: config.toml still has openviking-kimi [[hooks]] outside the marked block (${
-        state.strayHooks.map((h) => h.command).join("; ")
-      }); delete those [[hooks]] tables by hand.`,
+      `Note: config.toml still has openviking-kimi [[hooks]] outside the marked block (${strays}); delete ` +
+        "those [[hooks]] tables by hand.",
     );
   }
   if (cfg.changed) {
@@ -156,6 +159,24 @@ function planConfigOut(state: KimiState, plan: Plan, switching: boolean): string
     planKimiFile(plan, state, "mcp", mcp.after, what);
   }
   plan.notes.push(...[...cfg.warnings, ...mcp.warnings].map((w) => `Note: ${w}`));
+  const path = joinPath(state.paths.home, "skills", SKILL_NAME, "SKILL.md");
+  if (!(await read(path))?.includes(OWNED_MARK)) return undefined;
+  const dir = dirName(path);
+  const target = (await entriesOf(dir)).length === 1 ? dir : path;
+  plan.steps.push(
+    removalStep(target, `delete ${target} (the memory skill)`, `memory skill removed: ${target}`),
+  );
+  const skills = dirName(dir);
+  if (
+    target !== dir || (await entriesOf(skills)).length !== 1 || !(await madeDirList(env)).includes(skills)
+  ) {
+    return undefined;
+  }
+  plan.steps.push({
+    describe: `delete ${skills} (left empty)`,
+    removes: skills,
+    run: () => Promise.resolve({ commit: () => Deno.remove(skills).catch(() => {}) }),
+  });
   return undefined;
 }
 
@@ -198,9 +219,8 @@ async function pluginInPlace(root: string, files: TreeFile[]): Promise<boolean> 
 /** Plans the plugin: config mode out, the plugin directory placed whole (unless in place), its record. */
 async function planPluginMode(ctx: Context, state: KimiState, program: Program, plan: Plan) {
   if (state.registryError) return state.registryError;
-  const leave = planConfigOut(state, plan, true);
+  const leave = await planConfigOut(ctx.env, state, plan, true);
   if (leave) return leave;
-  await planConfigSkillRemoval(state, plan, await madeDirList(ctx.env));
   const root = pluginRoot(state);
   const manifest = joinPath(root, "kimi.plugin.json");
   const text = manifestText(ctx.os);
@@ -240,27 +260,6 @@ async function planPluginMode(ctx: Context, state: KimiState, program: Program, 
   }
   plan.notes.push(hooksRun(`./${program.pluginBin.path} hook <event>, in ${root}`));
   return undefined;
-}
-
-/** Where config mode puts the memory skill: Kimi's user skills directory. */
-const configSkillPath = (state: KimiState) => joinPath(state.paths.home, "skills", SKILL_NAME, "SKILL.md");
-
-/** Plans config mode's skill out (ours only), its directory with it, and `skills/` when left empty and `made` by install. */
-async function planConfigSkillRemoval(state: KimiState, plan: Plan, made: string[]): Promise<void> {
-  const path = configSkillPath(state);
-  if (!(await read(path))?.includes(OWNED_MARK)) return;
-  const dir = dirName(path);
-  const target = (await entriesOf(dir)).length === 1 ? dir : path;
-  plan.steps.push(
-    removalStep(target, `delete ${target} (the memory skill)`, `memory skill removed: ${target}`),
-  );
-  const skills = dirName(dir);
-  if (target !== dir || (await entriesOf(skills)).length !== 1 || !made.includes(skills)) return;
-  plan.steps.push({
-    describe: `delete ${skills} (left empty)`,
-    removes: skills,
-    run: () => Promise.resolve({ commit: () => Deno.remove(skills).catch(() => {}) }),
-  });
 }
 
 /**
@@ -676,9 +675,8 @@ export async function runUninstall(ctx: Context, options: InstallOptions): Promi
   const state = await readKimiState(home);
   if (state.unreadable.length) return fail(out, "uninstall", state.unreadable[0]);
   const plan: Plan = { steps: [], notes: [] };
-  const problem = planConfigOut(state, plan, false) ?? planPluginOut(state, plan);
+  const problem = (await planConfigOut(ctx.env, state, plan, false)) ?? planPluginOut(state, plan);
   if (problem) return fail(out, "uninstall", problem);
-  await planConfigSkillRemoval(state, plan, await madeDirList(ctx.env));
   const prompt = joinPath(pluginRoot(state), SYSTEM_PROMPT_FILE);
   if ((await read(prompt))?.startsWith(SYSTEM_PROMPT_TITLE)) {
     // It holds the user's profile.

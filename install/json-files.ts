@@ -1,11 +1,12 @@
 /**
- * Kimi's JSON files edited in their text (jsonc-parser finds the span; the edit is ours, laid out like the
- * siblings), so every other byte stays and removing what was inserted gives the bytes back. Pure.
+ * Kimi's JSON files edited in their text: our registry record written by jsonc-parser `modify` in Kimi's own
+ * layout (2-space JSON), and removed, like our mcp.json entry, by the smallest splice, so every other byte
+ * stays and removing what was inserted gives the bytes back (decision 36). Pure.
  */
 
-import { findNodeAtLocation, type Node, parseTree } from "jsonc-parser";
+import { applyEdits, findNodeAtLocation, modify, type Node, parseTree } from "jsonc-parser";
 import * as z from "zod/mini";
-import { isRecord } from "../lib/parsed.ts";
+import { deepEqual, isRecord } from "../lib/parsed.ts";
 import {
   classifyMcpEntry,
   type Edit,
@@ -34,90 +35,23 @@ function treeOf(text: string): Node | undefined {
   }
 }
 
-/** How JSON we write is laid out: on one line (`indent` undefined), or a member per line. */
-type Layout = { indent?: string; eol: string; colon: string; comma: string };
-
-/** `value` in `layout`; continuation lines start with `base` (JSON.stringify breaks lines only between members). */
-function render(value: unknown, layout: Layout, base = ""): string {
-  const lines = (JSON.stringify(value, null, "\t") ?? "null").split("\n").map((l) =>
-    l.replace(
-      /^(\t*)(?:("(?:[^"\\]|\\.)*"): )?/,
-      (_, tabs: string, key?: string) =>
-        (layout.indent ?? "").repeat(tabs.length) + (key === undefined ? "" : key + layout.colon),
-    )
-  );
-  if (layout.indent !== undefined) return lines.join(layout.eol + base);
-  return lines.join("\n").replace(/,\n/g, layout.comma).replaceAll("\n", "");
-}
-
 const BREAK = /\r\n|\n|\r/;
-
-/** The indentation of the line holding offset `pos`. */
-function indentAt(text: string, pos: number): string {
-  const start = Math.max(text.lastIndexOf("\n", pos - 1), text.lastIndexOf("\r", pos - 1)) + 1;
-  return /^\uFEFF?([ \t]*)/.exec(text.slice(start, pos))![1];
-}
-
-/** The text between a property's key and its value (`": "` when that spans lines or there is none). */
-function colonOf(text: string, prop: Node | undefined): string {
-  const [key, value] = prop?.type === "property" ? prop.children ?? [] : [];
-  const colon = key && value ? text.slice(key.offset + key.length, value.offset) : ": ";
-  return BREAK.test(colon) ? ": " : colon;
-}
-
-/** A member per line, indented like the first indented line of `text`. */
-const lines = (text: string, eol: string, colon: string): Layout => ({
-  indent: /\n([ \t]+)\S/.exec(text)?.[1] ?? "  ",
-  eol,
-  colon,
-  comma: ",",
-});
-
-/** One line, spaced like `colon`. */
-const oneLine = (colon: string, comma = colon.endsWith(" ") ? ", " : ","): Layout => ({
-  eol: "",
-  colon,
-  comma,
-});
 
 const splice = (text: string, start: number, end: number, insert = "") =>
   text.slice(0, start) + insert + text.slice(end);
 
-/** Inserts `key: value` (an array item when `key` is undefined) as the last member of `parent`, laid out like its siblings. */
-function insert(text: string, parent: Node, key: string | undefined, value: unknown): string {
-  const item = (layout: Layout, base: string) =>
-    (key === undefined ? "" : JSON.stringify(key) + layout.colon) + render(value, layout, base);
-  const kids = parent.children ?? [];
-  const last = kids.at(-1);
-  if (last) {
-    const from = kids.length > 1 ? kids.at(-2)!.offset + kids.at(-2)!.length : parent.offset + 1;
-    const lead = text.slice(from, last.offset).replace(/^\s*,/, "");
-    const colon = colonOf(text, last.type === "property" ? last : last.children?.[0]);
-    const end = last.offset + last.length;
-    const brk = BREAK.exec(lead);
-    if (brk) {
-      const base = lead.slice(Math.max(lead.lastIndexOf("\n"), lead.lastIndexOf("\r")) + 1);
-      return splice(text, end, end, `,${lead}${item(lines(text, brk[0], colon), base)}`);
-    }
-    const space = kids.length > 1 ? lead : colon.endsWith(" ") ? " " : "";
-    return splice(text, end, end, `,${space}${item(oneLine(colon, `,${space}`), "")}`);
-  }
-  const close = parent.offset + parent.length - 1;
-  const colon = colonOf(text, treeOf(text)?.children?.[0]);
-  if (!BREAK.test(text.trimEnd())) return splice(text, close, close, item(oneLine(colon), ""));
-  const layout = lines(text, BREAK.exec(text)![0], colon);
-  const outer = indentAt(text, parent.offset);
-  const member = layout.eol + outer + layout.indent + item(layout, outer + layout.indent);
-  const lastBreak = text.slice(parent.offset + 1, close).search(/(\r\n|\n|\r)[^\r\n]*$/);
-  return lastBreak >= 0
-    ? splice(text, parent.offset + 1 + lastBreak, parent.offset + 1 + lastBreak, member)
-    : splice(text, close, close, member + layout.eol + outer);
-}
-
-/** Removes child `index` of `parent` with its comma: the inverse of `insert` (the last one leaves `{}`). */
-function remove(text: string, parent: Node, index: number): string {
-  const kids = parent.children!;
+/**
+ * `text` without the member at `path` and its comma, every other byte kept (the last one leaves `{}`): the
+ * exact inverse of inserting it as Kimi lays it out.
+ */
+function removeAt(text: string, path: [string, string | number]): string {
+  const parent = findNodeAtLocation(treeOf(text)!, path.slice(0, 1));
+  const kids = parent?.children ?? [];
+  const index = parent?.type === "array"
+    ? path[1] as number
+    : kids.findIndex((p) => p.children?.[0]?.value === path[1]);
   const m = kids[index];
+  if (!parent || !m) return text;
   if (kids.length === 1) {
     const close = parent.offset + parent.length - 1;
     const inside = text.slice(parent.offset + 1, m.offset) + text.slice(m.offset + m.length, close);
@@ -129,38 +63,6 @@ function remove(text: string, parent: Node, index: number): string {
     : splice(text, m.offset, kids[1].offset);
 }
 
-/**
- * `text` with the value at `path` set to `value` (undefined: removed), every other byte kept; a missing
- * object on the way is made, an array index past the end appends: `editJson('{"a": 1}', ["b"], 2)`.
- */
-function editJson(text: string, path: (string | number)[], value: unknown): string {
-  const root = treeOf(text);
-  if (!root || path.length === 0) throw new Error("not a JSON document");
-  const parent = findNodeAtLocation(root, path.slice(0, -1));
-  const key = path.at(-1)!;
-  if (!parent || (parent.type !== "object" && parent.type !== "array")) {
-    return value === undefined
-      ? text
-      : editJson(text, path.slice(0, -1), typeof key === "number" ? [value] : { [key]: value });
-  }
-  const kids = parent.children ?? [];
-  const index = parent.type === "array"
-    ? (key as number)
-    : kids.findIndex((p) => p.children?.[0]?.value === key);
-  const at = index >= 0 && index < kids.length ? kids[index] : undefined;
-  if (!at) {
-    return value === undefined
-      ? text
-      : insert(text, parent, parent.type === "object" ? String(key) : undefined, value);
-  }
-  if (value === undefined) return remove(text, parent, index);
-  const old = parent.type === "object" ? at.children![1] : at;
-  const was = text.slice(old.offset, old.offset + old.length);
-  const colon = colonOf(text, at.type === "property" ? at : undefined);
-  const layout = BREAK.test(was) ? lines(text, BREAK.exec(was)![0], colon) : oneLine(colon);
-  return splice(text, old.offset, old.offset + old.length, render(value, layout, indentAt(text, at.offset)));
-}
-
 /** The file install creates when there is none, without our entry: uninstall deletes it again. */
 const CREATED_EMPTY = '{\n  "mcpServers": {}\n}\n';
 
@@ -169,43 +71,34 @@ const named = (node: Node | undefined, key: string) =>
 
 const refuse = (what: string): Refusal => ({ ok: false, error: `mcp.json ${what}; nothing was changed.` });
 
-/** mcp.json read: its text ("" when blank or absent) and the entry under our name; or why it cannot be edited. */
-function loadMcp(current: string | undefined): Result<{ text: string; entry: unknown }> {
-  if (current === undefined || current.trim() === "") return { ok: true, text: "", entry: undefined };
-  const parsed = parseJson(current);
-  if (!parsed.ok) {
-    return refuse(`is not valid JSON (${parsed.error}). Fix it or restore mcp.json.bak, then run again`);
+/** Plans our entry out of mcp.json (someone else's stays, OpenViking's too), refused when the rest would read differently. */
+export function planMcpUninstall(current: string | undefined): EditPlan {
+  const same = (warnings: string[] = []) => ({ ok: true as const, after: current, changed: false, warnings });
+  if (current === undefined || current.trim() === "") return same();
+  const before = parseJson(current);
+  if (!before.ok) {
+    return refuse(`is not valid JSON (${before.error}). Fix it or restore mcp.json.bak, then run again`);
   }
-  const root = treeOf(current);
-  const servers = isRecord(parsed.value) ? parsed.value.mcpServers : undefined;
-  if (!root || root.type !== "object" || (servers !== undefined && !isRecord(servers))) {
+  const doc = before.value;
+  const servers = isRecord(doc) ? (Object.hasOwn(doc, "mcpServers") ? doc.mcpServers : {}) : undefined;
+  if (!isRecord(doc) || !isRecord(servers) || !treeOf(current)) {
     return refuse('must be an object whose "mcpServers" is an object. Fix it and run again');
   }
-  if (named(root, "mcpServers").length > 1) {
-    return refuse('has "mcpServers" more than once. Keep one and run again');
+  const { [MCP_SERVER_NAME]: entry, ...rest } = servers;
+  const owner = classifyMcpEntry(Object.hasOwn(servers, MCP_SERVER_NAME) ? entry : undefined);
+  if (owner === "absent") return same();
+  if (owner !== "ours") {
+    return same([
+      `mcp.json's "${MCP_SERVER_NAME}" server was not written by openviking-kimi; it was left in place.`,
+    ]);
   }
-  if (named(findNodeAtLocation(root, ["mcpServers"]), MCP_SERVER_NAME).length > 1) {
-    return refuse(`has the "${MCP_SERVER_NAME}" server more than once. Keep one and run again`);
+  const after = removeAt(current, ["mcpServers", MCP_SERVER_NAME]);
+  const left = parseJson(after);
+  if (!left.ok || !deepEqual(left.value, { ...doc, mcpServers: rest })) {
+    return refuse(
+      `has "mcpServers" or the "${MCP_SERVER_NAME}" server more than once. Keep one and run again`,
+    );
   }
-  return {
-    ok: true,
-    text: current,
-    entry: servers && Object.hasOwn(servers, MCP_SERVER_NAME) ? servers[MCP_SERVER_NAME] : undefined,
-  };
-}
-
-/** Plans our entry out of mcp.json (someone else's stays, OpenViking's too). */
-export function planMcpUninstall(current: string | undefined): EditPlan {
-  const loaded = loadMcp(current);
-  if (!loaded.ok) return loaded;
-  const previous = classifyMcpEntry(loaded.entry);
-  if (previous !== "ours") {
-    const warnings = previous === "absent"
-      ? []
-      : [`mcp.json's "${MCP_SERVER_NAME}" server was not written by openviking-kimi; it was left in place.`];
-    return { ok: true, after: current, changed: false, warnings };
-  }
-  const after = editJson(loaded.text, ["mcpServers", MCP_SERVER_NAME], undefined);
   return { ok: true, after: after === CREATED_EMPTY ? undefined : after, changed: true, warnings: [] };
 }
 
@@ -254,7 +147,13 @@ function withRecord(
   if (next === previous) return { ok: true, after: current, changed: false, previous };
   const index = previous ? parsed.value.plugins.indexOf(previous) : parsed.value.plugins.length;
   const text = current?.trim() ? current : CREATED_REGISTRY;
-  const after = editJson(text, ["plugins", index], next);
+  const after = next === undefined ? removeAt(text, ["plugins", index]) : applyEdits(
+    text,
+    modify(text, ["plugins", index], next, {
+      formattingOptions: { tabSize: 2, insertSpaces: true, eol: /\r\n/.test(text) ? "\r\n" : "\n" },
+      isArrayInsertion: !previous,
+    }),
+  );
   return { ok: true, after, changed: after !== current, previous };
 }
 

@@ -1,6 +1,6 @@
 /**
- * The marked block an older config-mode install left in config.toml: found, told apart from OpenViking's, and
- * taken out only when the user's document keeps its meaning. Pure.
+ * The marked block an older config-mode install left in config.toml: the lines between our markers, taken out
+ * only when what TOML reads of the rest is unchanged (one parse-equal check). Pure.
  */
 
 import { parse } from "smol-toml";
@@ -10,13 +10,9 @@ import {
   BLOCK_BEGIN,
   BLOCK_END,
   type EditPlan,
-  isOurHookCommand,
   isUpstreamHookCommand,
   type Result,
 } from "./spec.ts";
-
-/** A marked block: `[start, end)` covers its begin marker line through the end marker (no line ending). */
-type BlockRange = { start: number; end: number; text: string };
 
 /** TOML parsed, or the first line of why not. */
 export function parseToml(text: string): Result<{ value: Record<string, unknown> }> {
@@ -31,50 +27,6 @@ export function parseToml(text: string): Result<{ value: Record<string, unknown>
 export const CREATED_LINE =
   "# openviking-kimi created this file: uninstall deletes it when nothing else is left.";
 
-/** Our marked blocks, or why the markers are unusable. */
-export function findBlocks(text: string): { blocks: BlockRange[] } | { error: string } {
-  const blocks: BlockRange[] = [];
-  let open: number | undefined;
-  let pos = 0;
-  for (const [i, raw] of text.split("\n").entries()) {
-    const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
-    const [start, end] = [pos, pos + line.length];
-    pos += raw.length + 1;
-    if (line.trim() === BLOCK_BEGIN) {
-      if (open !== undefined) {
-        return { error: `config.toml line ${i + 1}: a second "${BLOCK_BEGIN}" before the block was closed` };
-      }
-      open = start;
-    } else if (line.trim() === BLOCK_END) {
-      if (open === undefined) {
-        return { error: `config.toml line ${i + 1}: "${BLOCK_END}" without a matching begin line` };
-      }
-      blocks.push({ start: open, end, text: text.slice(open, end) });
-      open = undefined;
-    }
-  }
-  if (open !== undefined) return { error: `config.toml: "${BLOCK_BEGIN}" is never closed by "${BLOCK_END}"` };
-  return { blocks };
-}
-
-/** `text` without `blocks`, each with the line ending install added for it. */
-function removeRanges(text: string, blocks: readonly BlockRange[]): string {
-  let out = text;
-  for (const b of [...blocks].reverse()) {
-    const after = /^\r?\n/.exec(out.slice(b.end))?.[0].length ?? 0;
-    const before = after ? 0 : /\r?\n$/.exec(out.slice(0, b.start))?.[0].length ?? 0;
-    out = out.slice(0, b.start - before) + out.slice(b.end + after);
-  }
-  return out;
-}
-
-/** `text` without any marked block. */
-export function removeBlocks(text: string): string {
-  const found = findBlocks(text);
-  if ("error" in found) throw new Error(found.error);
-  return removeRanges(text, found.blocks);
-}
-
 /** A `[[hooks]]` entry as found in a parsed config. */
 export type FoundHook = { index: number; value: Record<string, unknown>; command: string };
 
@@ -86,109 +38,99 @@ export function hooksOf(doc: Record<string, unknown>): FoundHook[] {
   );
 }
 
-/** The document without one occurrence of each of `entries` (`hooks` dropped when that empties it). */
-export function withoutHooks(
-  doc: Record<string, unknown>,
-  entries: readonly unknown[],
-): Record<string, unknown> {
-  if (!Array.isArray(doc.hooks) || entries.length === 0) return doc;
-  const rest = [...doc.hooks];
-  for (const e of entries) {
-    const i = rest.findIndex((h) => deepEqual(h, e));
-    if (i >= 0) rest.splice(i, 1);
+/** A marked block: lines `first`–`last` (0-based, markers included), its hook entries and who wrote them. */
+export type Block = { first: number; last: number; owner: "ours" | "upstream"; entries: FoundHook[] };
+
+const linesOf = (text: string) => text.split(/(?<=\n)/);
+
+/** The marked blocks (OpenViking's Node plugin used the same markers), or which marker line is unusable. */
+export function findBlocks(text: string): Result<{ blocks: Block[] }> {
+  const lines = linesOf(text);
+  const blocks: Block[] = [];
+  let open: number | undefined;
+  const bad = (why: string): Result<never> => ({ ok: false, error: `config.toml ${why}` });
+  for (const [i, line] of lines.entries()) {
+    const mark = line.trim();
+    if (mark === BLOCK_BEGIN && open !== undefined) {
+      return bad(`line ${i + 1}: a second "${BLOCK_BEGIN}" before the block was closed`);
+    } else if (mark === BLOCK_BEGIN) open = i;
+    else if (mark === BLOCK_END && open === undefined) {
+      return bad(`line ${i + 1}: "${BLOCK_END}" without a matching begin line`);
+    } else if (mark === BLOCK_END && open !== undefined) {
+      const parsed = parseToml(lines.slice(open, i + 1).join(""));
+      const entries = parsed.ok ? hooksOf(parsed.value) : [];
+      const upstream = entries.some((e) => isUpstreamHookCommand(e.command));
+      blocks.push({ first: open, last: i, owner: upstream ? "upstream" : "ours", entries });
+      open = undefined;
+    }
   }
-  const { hooks: _, ...out } = doc;
-  return rest.length ? { ...out, hooks: rest } : out;
+  if (open !== undefined) return bad(`line ${open + 1}: "${BLOCK_BEGIN}" is never closed by "${BLOCK_END}"`);
+  return { ok: true, blocks };
 }
 
-/** The one advice for settings written after our block, which TOML reads as part of its last `[[hooks]]`. */
-export const SETTINGS_AFTER_BLOCK =
-  "move the settings written after the openviking block above it, or under their own [table] header";
+/** `text` without the lines of `blocks`; a block ending the file unterminated takes the line ending before it. */
+export function withoutBlocks(text: string, blocks: readonly Block[]): string {
+  const lines = linesOf(text);
+  for (const b of [...blocks].reverse()) {
+    const [gone] = lines.splice(b.first, b.last - b.first + 1).slice(-1);
+    if (!gone.endsWith("\n") && b.first > 0) lines[b.first - 1] = lines[b.first - 1].replace(/\r?\n$/, "");
+  }
+  return lines.join("");
+}
 
 /** What to say of `[[hooks]]` entries with keys Kimi rejects (one makes Kimi drop every hook), each with its fix. */
 export function invalidHookKeys(doc: Record<string, unknown>): string[] {
   return hooksOf(doc).flatMap((h) => {
     const bad = Object.keys(h.value).filter((k) => !ALLOWED_HOOK_KEYS.includes(k));
-    if (!bad.length) return [];
-    const keys = bad.map((k) => `"${k}"`).join(", ");
-    const drop = `(Kimi allows only ${ALLOWED_HOOK_KEYS.join(", ")}), so Kimi ignores every [[hooks]] entry`;
-    return [
-      isOurHookCommand(h.command)
-        ? `hooks[${h.index}], the openviking block's last, has ${keys}: written after the block, TOML reads ` +
-          `${bad.length > 1 ? "them" : "it"} as part of that [[hooks]] table ${drop}; ${SETTINGS_AFTER_BLOCK}`
-        : `hooks[${h.index}] has ${keys} ${drop}, ours included; remove ${
-          bad.length > 1 ? "those keys" : "that key"
-        }`,
-    ];
+    return bad.length
+      ? [
+        `hooks[${h.index}] has ${bad.map((k) => `"${k}"`).join(", ")} (Kimi allows only ${
+          ALLOWED_HOOK_KEYS.join(", ")
+        }), so Kimi ignores every [[hooks]] entry: a setting written after a [[hooks]] table belongs to it ` +
+        "(move it above, or under its own [table] header); any other key, remove",
+      ]
+      : [];
   });
 }
 
-/** A block's hook entries and who wrote them (OpenViking's Node plugin used the same markers). */
-export function blockInfo(
-  block: BlockRange,
-): { owner: "ours" | "upstream"; entries: Record<string, unknown>[] } {
-  const parsed = parseToml(block.text);
-  const entries = parsed.ok ? hooksOf(parsed.value).map((h) => h.value) : [];
-  const upstream = entries.some((e) => typeof e.command === "string" && isUpstreamHookCommand(e.command));
-  return { owner: upstream ? "upstream" : "ours", entries };
-}
-
-/** Why `[[hooks]]` outside any block (ours, or OpenViking's plugin's) stand in the way, or "". */
-export function outsideHooksProblem(strays: FoundHook[], upstream: FoundHook[]): string {
-  if (strays.length) {
-    return `config.toml has openviking-kimi [[hooks]] outside the marked block (${
-      strays.map((h) => `hooks[${h.index}]: ${h.command}`).join("; ")
-    }); Kimi may have rewritten the file. Delete those [[hooks]] tables and run install again.`;
-  }
-  if (upstream.length) {
-    return `config.toml has [[hooks]] of OpenViking's own Kimi plugin (${
-      upstream.map((h) => h.command).join("; ")
-    }). ` +
-      "Two memory integrations would capture every turn twice: delete those [[hooks]] tables (or run " +
-      "OpenViking's `install.sh --harness kimicode --uninstall --yes`) and run install again.";
-  }
-  return "";
-}
-
-/** The document and our blocks, or why the file cannot be changed. */
-function load(text: string): Result<{ doc: Record<string, unknown>; blocks: BlockRange[] }> {
-  const parsed = parseToml(text);
-  if (!parsed.ok) {
+/** Plans uninstall: our blocks out (OpenViking's stays), refused when the rest would read differently. */
+export function planConfigUninstall(current: string | undefined): EditPlan {
+  if (current === undefined) return { ok: true, after: undefined, changed: false, warnings: [] };
+  const before = parseToml(current);
+  if (!before.ok) {
     return {
       ok: false,
-      error: `config.toml does not parse (${parsed.error}). Fix the file (\`kimi doctor config\` shows the ` +
+      error: `config.toml does not parse (${before.error}). Fix the file (\`kimi doctor config\` shows the ` +
         "problem, or restore config.toml.bak) and run again; nothing was changed.",
     };
   }
-  const found = findBlocks(text);
-  if ("error" in found) {
-    return { ok: false, error: `${found.error}. Remove the stray marker line and run again.` };
-  }
-  return { ok: true, doc: parsed.value, blocks: found.blocks };
-}
-
-/** Plans uninstall: our block out (OpenViking's stays). */
-export function planConfigUninstall(current: string | undefined): EditPlan {
-  if (current === undefined) return { ok: true, after: undefined, changed: false, warnings: [] };
-  const loaded = load(current);
-  if (!loaded.ok) return loaded;
-  const infos = loaded.blocks.map((block) => ({ block, ...blockInfo(block) }));
-  const removable = infos.filter((i) => i.owner === "ours");
-  const warnings = infos.filter((i) => !removable.includes(i)).map(() =>
+  const found = findBlocks(current);
+  if (!found.ok) return { ok: false, error: `${found.error}. Remove the stray marker line and run again.` };
+  const ours = found.blocks.filter((b) => b.owner === "ours");
+  const warnings = found.blocks.filter((b) => b.owner === "upstream").map(() =>
     "config.toml has a block written by OpenViking's own Kimi plugin installer; it was left in place " +
     "(remove it with OpenViking's `install.sh --harness kimicode --uninstall --yes`)."
   );
-  if (removable.length === 0) return { ok: true, after: current, changed: false, warnings };
-  const after = removeRanges(current, removable.map((i) => i.block));
+  if (ours.length === 0) return { ok: true, after: current, changed: false, warnings };
+  const after = withoutBlocks(current, ours);
+  const { hooks, ...rest } = before.value;
+  const kept = Array.isArray(hooks) ? [...hooks] : [];
+  for (const e of ours.flatMap((b) => b.entries)) {
+    const i = kept.findIndex((h) => deepEqual(h, e.value));
+    if (i >= 0) kept.splice(i, 1);
+  }
+  const expected = !Array.isArray(hooks) ? before.value : kept.length ? { ...rest, hooks: kept } : rest;
   const parsed = parseToml(after);
-  if (!parsed.ok || !deepEqual(parsed.value, withoutHooks(loaded.doc, removable.flatMap((i) => i.entries)))) {
+  if (!parsed.ok || !deepEqual(parsed.value, expected)) {
     return {
       ok: false,
-      error: "removing the openviking block would change the meaning of settings written after it (TOML " +
-        `reads them as part of its last [[hooks]] table): ${SETTINGS_AFTER_BLOCK}, then run uninstall again; ` +
-        "nothing was changed.",
+      error: `taking out the openviking block (config.toml ${
+        ours.map((b) => `lines ${b.first + 1}–${b.last + 1}`).join(", ")
+      }) would change what TOML reads of the rest: settings written after a [[hooks]] table belong to it. ` +
+        "Move them above the block or under their own [table] header, then run again; nothing was changed.",
     };
   }
-  const created = removable.some((i) => i.block.text.includes(CREATED_LINE));
+  const lines = linesOf(current);
+  const created = ours.some((b) => lines.slice(b.first, b.last).some((l) => l.trim() === CREATED_LINE));
   return { ok: true, after: after === "" && created ? undefined : after, changed: true, warnings };
 }

@@ -57,6 +57,23 @@ Deno.test("a config-mode home (an older install) moves to the plugin: block, mcp
   assertEquals(await read(`${t.kimi}/config.toml`), USER_CONFIG);
 });
 
+Deno.test("our hooks outside the block (Kimi rewrote the file): the move is refused naming them, uninstall notes them", async () => {
+  await using dir = await tempDir();
+  const t = await installSandbox(dir.path);
+  await writeConfigModeHome(t.kimi);
+  const stray = '[[hooks]]\nevent = "Stop"\ncommand = "/x/openviking-kimi hook stop"\n';
+  await Deno.writeTextFile(`${t.kimi}/config.toml`, stray + await read(`${t.kimi}/config.toml`));
+  const before = await snapshot(t.kimi);
+  assertMatch(
+    await t.run(runInstall, {}, {}, 1),
+    /outside the marked block \(hooks\[0\]: \/x\/openviking-kimi/,
+  );
+  assertEquals(await snapshot(t.kimi), before);
+  await t.run(runUninstall);
+  assertEquals(await read(`${t.kimi}/config.toml`), stray);
+  assertMatch(t.all(), /Note: config\.toml still has openviking-kimi \[\[hooks\]\] outside the marked block/);
+});
+
 Deno.test("a release binary into an empty Kimi home: copied for the PATH command and into the plugin; uninstall --purge leaves nothing of ours", async () => {
   await using dir = await tempDir();
   const t = await installSandbox(dir.path);

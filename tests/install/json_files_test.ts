@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
 import { classifyMcpEntry } from "../../install/spec.ts";
 import { planRegistryInstall, planRegistryUninstall } from "../../install/json-files.ts";
@@ -102,4 +103,21 @@ Deno.test("unifiedDiff shows removals before additions, and a missing final newl
   assertMatch(d, /No newline at end of file/);
   assertEquals(unifiedDiff("f", "x", "x"), "");
   assertMatch(unifiedDiff("f", undefined, "x\n"), /^--- \/dev\/null/);
+});
+
+Deno.test("property: installed.json as Kimi writes it — our record in Kimi's layout, uninstall gives the bytes back", () => {
+  const record = fc.record({ id: fc.string(), root: fc.string(), x: fc.jsonValue({ maxDepth: 2 }) }, {
+    requiredKeys: ["id"],
+  });
+  fc.assert(
+    fc.property(fc.array(record, { maxLength: 4 }), (plugins) => {
+      fc.pre(!plugins.some((p) => p.id.toLowerCase() === "openviking-memory"));
+      const kimi = JSON.stringify({ version: 1, plugins }, null, 2);
+      const installed = ok(planRegistryInstall(kimi, { root: "/r", originalSource: "/s" }, NOW)).after!;
+      assertEquals(installed, JSON.stringify(JSON.parse(installed), null, 2));
+      const again = ok(planRegistryInstall(installed, { root: "/r2", originalSource: "/s" }, NOW)).after!;
+      assertEquals(again, JSON.stringify(JSON.parse(again), null, 2));
+      assertEquals(ok(planRegistryUninstall(again)).after, kimi);
+    }),
+  );
 });

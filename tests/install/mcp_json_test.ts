@@ -41,7 +41,7 @@ Deno.test("mcp.json: someone else's openviking server stays, with a note; duplic
   assertTrue(!un.changed && un.warnings.length === 1);
   for (
     const bad of [
-      '{"mcpServers": {}, "mcpServers": {}}',
+      '{"mcpServers": {}, "mcpServers": {"openviking": {"command": "openviking-kimi", "args": ["mcp"]}}}',
       '{"mcpServers": {"openviking": {"url": "a"}, "openviking": {"command": "openviking-kimi", "args": ["mcp"]}}}',
       '{"mcpServers": {"a": 1,}}',
       "{'mcpServers': {}}",
