@@ -304,15 +304,24 @@ const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp, after?: RegEx
 ];
 /** A password a command's option gives: quoted, or up to a blank, quote, escape or pipe. */
 const OPTION_VALUE = String.raw`'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'\x60\\|]+`;
-const PASSWORD_OPTION = new RegExp(
-  String.raw`\b((?:${
-    PASSWORD_OPTIONS.map(([c, o, after]) =>
-      String.raw`(?:${c.source})\b[^\r\n|;&]{0,200}?[ \t](?:${o.source})` +
-      (after ? `(?=(?:${OPTION_VALUE})${after.source})` : "")
-    ).join("|")
-  }))(${OPTION_VALUE})`,
-  "g",
-);
+/** The password options of `rows` (PASSWORD_OPTIONS' shape): for each command, the first. */
+const passwordOption = (rows: typeof PASSWORD_OPTIONS) =>
+  new RegExp(
+    String.raw`\b((?:${
+      rows.map(([c, o, after]) =>
+        String.raw`(?:${c.source})\b[^\r\n|;&]{0,200}?[ \t](?:${o.source})` +
+        (after ? `(?=(?:${OPTION_VALUE})${after.source})` : "")
+      ).join("|")
+    }))(${OPTION_VALUE})`,
+    "g",
+  );
+/** The second password option of a command that takes two (`ssh-keygen -p -P old -N new`). */
+const SECOND_PASSWORD_OPTIONS: typeof PASSWORD_OPTIONS = [
+  [
+    new RegExp(String.raw`ssh-keygen\b[^\r\n|;&]{0,200}?[ \t]-[NP](?:[ \t]+|=)(?:${OPTION_VALUE})`),
+    /-[NP](?:[ \t]+|=)/,
+  ],
+];
 
 /** XML's named values (as YAML's): an element's text or CDATA, a plist's `<key>` and `<string>`, `key=…value=`. */
 const XML_SECRETS: readonly RegExp[] = [
@@ -550,7 +559,7 @@ const RULES: Readonly<Record<string, RegExp | [RegExp | readonly RegExp[], Pick?
   "secret-in-prose": [/\b((?:secret|password|passwd|passphrase|passcode|token|api[ _-]?key|credentials?)[ \t]+(?:is|was)[ \t]+(\\?)(["'`]))([^\s"'`\\]{4,200})(?=\2\3)/gi, (v) => NO_SECRET.test(v) ? undefined : v], // A quoted value a sentence says is a secret: `the secret is "…"`.
   "secret-in-prose-unquoted": [SECRET_IN_PROSE_UNQUOTED, valued(false)],
   "secret-label": [/(?<![A-Za-z0-9_\u0400-\u04ff])((?:(?:password|passwd|passphrase|passcode|secret|token|api[ _-]?key)[ \t]*(?:[：＝]|是|为|為)|(?:API[ \t]*(?:キー|키)|(?:API[ \t]*)?(?:密码|密碼|口令|密钥|密鑰|秘钥|私钥|私鑰|令牌|パスワード|トークン|秘密鍵|비밀번호|토큰))[ \t\u3000]*(?:[:：=＝]|是|为|為|は|が|는|은|가|(?<=[ \t\u3000]))|пароль[ \t]*[:：=＝])[ \t\u3000]*)("[^"\r\n]{1,200}"|'[^'\r\n]{1,200}'|(?:(?!["'`\\])[!-~]){4,200})/giu, valued(false, true)], // A value after a fullwidth `：`/`＝` (or a CJK "is") of an English secret word, or a CJK secret name and `:`, "is" or a blank.
-  "password-option": [PASSWORD_OPTION, valued(true)],
+  "password-option": [[passwordOption(PASSWORD_OPTIONS), passwordOption(SECOND_PASSWORD_OPTIONS)], valued(true)],
   pgpass: [/(?<![^\r\n"'])([\w.*-]+:(?:\d+|\*):[^\s:"'\\]+:[^\s:"'\\]+:)([^\s:"'\\]+)(?=[ \t]*(?:[\r\n"]|\\[rn]|$))/g, valued(true)], // A `.pgpass` line, `host:port:database:user:password` (or a string of it): the last field, ending it.
   "oracle-logon": [/\b((?:jdbc:oracle:(?:thin|oci):|(?:sqlplus|sqlldr|expdp|impdp|rman)(?:[ \t]+-\w+)*[ \t]+)[^\s/@:"']+\/)([^\s/@"'\\]+)(?=@)/gi], // Oracle's `user/password@` (a JDBC thin or OCI URL, `sqlplus`'s logon): the password.
   "go-sql-dsn": [/(?<![\w.-])([\w.-]+:)([^\s@:"'\\]+)(?=@(?:tcp6?|udp|unix)\()/g], // A Go SQL driver's DSN, `user:password@tcp(host)/db` (or `unix(…)`, `udp(…)`): the password.

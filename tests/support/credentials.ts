@@ -133,6 +133,7 @@ export const CREDENTIALS: readonly Credential[] = [
   sample("password-option", "zip -P {} backup.zip db.sql", "Z1pPass", "w0rdXq"),
   sample("password-option", "az login -u ops@example.com -p {} fails", "AzPass", "w0rd9Xq"),
   sample("password-option", "ssh-keygen -t ed25519 -N '{}' -f deploy", "K3yPass", "phr4seXq"),
+  sample("password-option", "ssh-keygen -p -P oldZq8Rt6Wv3Yx1 -N {} -f deploy", "newZq8Rt", "6Wv3Yx1"),
   sample("password-option", "smbclient //fs/share -U admin%{}", "SmbPass", "w0rd9Xq"),
   sample("password-option", "openssl enc -aes-256-cbc -k {} -in db.sql", "Ssl3ncK", "ey9Xq"),
   sample("password-option", "keytool -list -keystore ks.jks -storepass {}", "St0reP", "ass9Xq"),
