@@ -77,8 +77,7 @@ import {
 } from "../lib/paths.ts";
 import { scrub } from "../lib/redact.ts";
 import { commandName } from "../lib/self.ts";
-import { OWNED_MARK, SKILL_NAME, SYSTEM_PROMPT_TITLE } from "../memory/instructions.ts";
-import { refreshPromptFile } from "../memory/system-prompt.ts";
+import { OWNED_MARK, refreshPromptFile, SKILL_NAME, SYSTEM_PROMPT_TITLE } from "../memory/system-prompt.ts";
 import { asSentence } from "../openviking/advice.ts";
 import { breakerFiles } from "../openviking/breaker.ts";
 import { credentialFilePaths, DEFAULT_BASE_URL, loadConfig, originOf } from "../openviking/config.ts";

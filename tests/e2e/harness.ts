@@ -68,7 +68,7 @@ export function expectedDigest(_mode: Mode, prompt: string, first: boolean): str
   return `<openviking-context>\n${lines.join("\n")}\n</openviking-context>`;
 }
 
-/** The first line of the plugin's system prompt (hooks/instructions.ts). */
+/** The first line of the plugin's system prompt (memory/system-prompt.ts). */
 export const SYSTEM_PROMPT_TITLE = "# OpenViking memory (openviking-kimi)";
 
 /** Whether a chat message is a UserPromptSubmit hook result. */
@@ -151,7 +151,7 @@ function e2eScript(mode: Mode): Script {
 export const COMMAND_DONE = "The memory tool answered.";
 
 /**
- * The tool call a model makes for one of the plugin's commands (their bodies, hooks/instructions.ts, name the
+ * The tool call a model makes for one of the plugin's commands (their bodies, commands/*.md, name the
  * tool and end with the user's arguments), or undefined when the prompt is not one.
  */
 function commandCall(
