@@ -7,12 +7,11 @@ import * as z from "zod/mini";
 import { HOOKS } from "../kimi/hooks.ts";
 import { isRecord } from "../lib/parsed.ts";
 import type { TreeFile } from "./transaction.ts";
-import { SYSTEM_PROMPT_FILE } from "../kimi/plugin-root.ts";
 import { sha256Hex } from "../lib/hash.ts";
 import { commandDir, type Env, integrationDir, isAbsolutePath, joinPath, orNoHome } from "../lib/paths.ts";
 import { checkoutRoot, copyDir, isCompiled } from "../lib/self.ts";
 import { VERSION } from "../lib/version.ts";
-import { PLUGIN_TEXTS } from "../memory/system-prompt.ts";
+import { PLUGIN_TEXTS, SYSTEM_PROMPT_FILE } from "../memory/system-prompt.ts";
 
 /** Plugin id (OpenViking's own Kimi plugin has it too, so the two are never enabled side by side). */
 export const PLUGIN_ID = "openviking-memory";

@@ -2,7 +2,9 @@
 
 import type { MemoryTool } from "./tools.ts";
 import type { HookContext, HookResult } from "./context.ts";
-import { PLUGIN_TOOL_PREFIX } from "../kimi/plugin-root.ts";
+
+/** Kimi names a plugin's MCP tools `mcp__plugin-<plugin id>_<server>__<tool>`. */
+const PLUGIN_TOOL_PREFIX = "mcp__plugin-openviking-memory_openviking__";
 
 /** In decoded text: the scheme, not ending a longer word (`openviking:`), a slash or more, a path to a control. */
 const VIKING_URI = /(?<![\p{L}\p{N}_+.-])viking:\/+([^\s"'`<>)\p{Cc}\p{Cf}]*)/iu;

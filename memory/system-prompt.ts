@@ -14,7 +14,10 @@ import { writeFileAtomic } from "../lib/fs.ts";
 import { fetchProfile, isEmptyProfile, type ProfileParts, redactedProfile } from "./profile.ts";
 import { renderProfile } from "./digest.ts";
 import type { HookContext } from "./context.ts";
-import { SYSTEM_PROMPT_FILE, systemPromptFile } from "../kimi/plugin-root.ts";
+import { type Env, isAbsolutePath, joinPath } from "../lib/paths.ts";
+
+/** The plugin's system-prompt file, relative to the plugin root (the manifest's `systemPromptPath`). */
+export const SYSTEM_PROMPT_FILE = "system-prompt.md";
 
 /** The skill's name (its directory under `skills/`). */
 export const SKILL_NAME = "openviking-memory";
@@ -108,7 +111,13 @@ export async function refreshPromptFile(
   }
 }
 
-/** Refreshes the system prompt of the plugin this hook runs from (none in config mode) and logs it. */
+/** The system-prompt file under `KIMI_PLUGIN_ROOT`, if Kimi gave this hook an absolute plugin root. */
+function systemPromptFile(env: Env): string | undefined {
+  const root = env.KIMI_PLUGIN_ROOT?.trim();
+  return root && isAbsolutePath(root) ? joinPath(root, SYSTEM_PROMPT_FILE) : undefined;
+}
+
+/** Refreshes the system prompt of the plugin this hook runs from (none in an old config-mode home); logs it. */
 export async function refreshFromHook(ctx: HookContext, force: boolean): Promise<void> {
   const file = systemPromptFile(ctx.env);
   if (!file) return;
