@@ -35,22 +35,18 @@ import {
 import { denoEnv, runCli } from "../support/run.ts";
 import { OFFERED_TOOLS } from "../support/fake-mcp.ts";
 
-/** How the plugin is installed into Kimi. */
-export type Mode = "plugin";
-
 /** Options every e2e `Deno.test` uses: Kimi's detached hook workers outlive single ops. */
 export const E2E_TEST = { sanitizeOps: false, sanitizeResources: false } as const;
 
-/** The prefix Kimi gives our MCP tools in each install mode (observed in the tool list Kimi sends). */
-export const MCP_PREFIX: Record<Mode, string> = { plugin: "mcp__plugin-openviking-memory_openviking__" };
+/** The prefix Kimi gives our plugin's MCP tools (observed in the tool list Kimi sends). */
+export const MCP_PREFIX = "mcp__plugin-openviking-memory_openviking__";
 
 /** The MCP tools a chat request offers the model (any server's), sorted. */
 export const mcpTools = (req: ChatRequest): string[] =>
   req.toolNames.filter((n) => n.startsWith("mcp__")).sort();
 
-/** The tools of our MCP server Kimi offers the model in `mode` by default, sorted. */
-export const offeredTools = (mode: Mode): string[] =>
-  OFFERED_TOOLS.map((n) => `${MCP_PREFIX[mode]}${n}`).sort();
+/** The tools of our MCP server Kimi offers the model by default, sorted. */
+export const offeredTools = (): string[] => OFFERED_TOOLS.map((n) => `${MCP_PREFIX}${n}`).sort();
 
 /** The message Kimi adds to the model context for a UserPromptSubmit hook that printed `stdout`. */
 export function hookResult(stdout: string): string {
@@ -63,7 +59,7 @@ export function hookResult(stdout: string): string {
  * the prompt's (the profile is in the plugin's system prompt); a
  * later prompt only its own memory — the default one is never printed twice in a session.
  */
-export function expectedDigest(_mode: Mode, prompt: string, first: boolean): string {
+export function expectedDigest(prompt: string, first: boolean): string {
   const lines = first ? [FAKE_MEMORY_LINE, queryMemoryLine(prompt)] : [queryMemoryLine(prompt)];
   return `<openviking-context>\n${lines.join("\n")}\n</openviking-context>`;
 }
@@ -102,7 +98,7 @@ export async function kimiOrSkip(version: string, what: string): Promise<KimiIns
 }
 
 /** The model the e2e tests script. */
-function e2eScript(mode: Mode): Script {
+function e2eScript(): Script {
   return (req: ChatRequest): Reply => {
     if (isCompaction(req) || isSubagent(req)) return defaultScript(req) as Reply;
     const p = req.prompt;
@@ -124,7 +120,7 @@ function e2eScript(mode: Mode): Script {
     }
     if (p.includes("CALL_MCP")) {
       if (!req.hasToolResult) {
-        return { kind: "tool", calls: [{ name: `${MCP_PREFIX[mode]}search`, args: MCP_ARGS }] };
+        return { kind: "tool", calls: [{ name: `${MCP_PREFIX}search`, args: MCP_ARGS }] };
       }
       const read = p.includes("READ_VIKING");
       if (read && !(req.lastToolOutput ?? "").includes("viking:// URIs are")) {
@@ -137,7 +133,7 @@ function e2eScript(mode: Mode): Script {
         ? { kind: "text", text: "The read was refused." }
         : { kind: "tool", calls: [{ name: "Read", args: { path: VIKING_URI } }] };
     }
-    const command = commandCall(mode, p);
+    const command = commandCall(p);
     if (command) {
       return req.hasToolResult ? { kind: "text", text: COMMAND_DONE } : { kind: "tool", calls: [command] };
     }
@@ -154,12 +150,9 @@ export const COMMAND_DONE = "The memory tool answered.";
  * The tool call a model makes for one of the plugin's commands (their bodies, commands/*.md, name the
  * tool and end with the user's arguments), or undefined when the prompt is not one.
  */
-function commandCall(
-  mode: Mode,
-  prompt: string,
-): { name: string; args: Record<string, unknown> } | undefined {
+function commandCall(prompt: string): { name: string; args: Record<string, unknown> } | undefined {
   const args = prompt.split("\n\n").at(-1)?.trim() ?? "";
-  const tool = (name: string) => `${MCP_PREFIX[mode]}${name}`;
+  const tool = (name: string) => `${MCP_PREFIX}${name}`;
   if (prompt.startsWith("Store this in OpenViking") && prompt.includes(tool("remember"))) {
     return { name: tool("remember"), args: { messages: [{ role: "user", content: args }] } };
   }
@@ -193,7 +186,6 @@ export const SLOW_TEXT = Array.from({ length: 200 }, (_, i) => `slow token ${i +
  * (default: a new temp dir), the work dir's name (default "project").
  */
 interface RigOptions {
-  mode: Mode;
   serverUrl?: string;
   env?: Record<string, string>;
   installArgs?: string[];
@@ -209,7 +201,6 @@ export class Rig {
 
   /** `fake`: absent when a real server is used; `ownsRoot`: the rig made its temp dir, so it removes it. */
   private constructor(
-    readonly mode: Mode,
     readonly env: KimiEnv,
     readonly model: ModelServer,
     readonly url: string,
@@ -224,13 +215,13 @@ export class Rig {
     return ["--url", this.url, ...(this.apiKey ? ["--api-key", this.apiKey] : [])];
   }
 
-  /** Starts the servers, creates the Kimi home and runs `openviking-kimi install --mode <mode> --url <server>`. */
-  static async create(install: KimiInstall, opts: RigOptions): Promise<Rig> {
+  /** Starts the servers, creates the Kimi home and runs `openviking-kimi install --url <server>`. */
+  static async create(install: KimiInstall, opts: RigOptions = {}): Promise<Rig> {
     const fake = opts.serverUrl
       ? undefined
       : await FakeOpenViking.start({ mcp: { sse: true }, apiKey: `ovk-e2e-${crypto.randomUUID()}` });
     if (fake) fake.contextFor = echoContext;
-    const model = await ModelServer.start(e2eScript(opts.mode));
+    const model = await ModelServer.start(e2eScript());
     const env = await KimiEnv.create(install, {
       baseUrl: model.baseUrl,
       root: opts.root,
@@ -238,15 +229,9 @@ export class Rig {
       // A temporary HOME would give deno an empty module cache: the hooks share the test's.
       env: { ...denoEnv(), OPENVIKING_DEBUG: "1", ...opts.env },
     });
-    const rig = new Rig(opts.mode, env, model, opts.serverUrl ?? fake!.url, fake, opts.root === undefined);
+    const rig = new Rig(env, model, opts.serverUrl ?? fake!.url, fake, opts.root === undefined);
     if (!opts.noInstall) {
-      const r = await rig.cli([
-        "install",
-        "--mode",
-        opts.mode,
-        ...rig.credentialArgs,
-        ...opts.installArgs ?? [],
-      ]);
+      const r = await rig.cli(["install", ...rig.credentialArgs, ...opts.installArgs ?? []]);
       assertEquals(r.code, 0, `install failed:\n${r.stdout}\n${r.stderr}`);
     }
     return rig;
@@ -339,14 +324,14 @@ export function besidePrompt(msgs: ChatMessage[], prompt: string, legacy = false
 
 /**
  * Checks the model's view of a session: in the last main request, each prompt comes with one
- * UserPromptSubmit hook result ({@link besidePrompt}); the first carries the profile (config mode) and the
- * default memory, every one its own memory, and no memory comes twice.
+ * UserPromptSubmit hook result ({@link besidePrompt}); the first carries the default memory, every one its
+ * own memory, and no memory comes twice.
  */
 export function assertRecallBeforeEachPrompt(rig: Rig, prompts: string[], legacy = false): void {
   const msgs = rig.mainRequests().at(-1)?.body.messages ?? [];
   assertEquals(
     msgs.filter(isHookResult).map(messageText),
-    prompts.map((p, i) => hookResult(expectedDigest(rig.mode, p, i === 0))),
+    prompts.map((p, i) => hookResult(expectedDigest(p, i === 0))),
   );
   for (const prompt of prompts) {
     const beside = besidePrompt(msgs, prompt, legacy);

@@ -3,10 +3,8 @@
 import { assertEquals, assertMatch } from "../support/assert.ts";
 import { KimiAcp } from "../support/acp-client.ts";
 import { kimiE2eVersions } from "../support/kimi.ts";
-import { E2E_TEST, kimiOrSkip, type Mode, Rig } from "./harness.ts";
+import { E2E_TEST, kimiOrSkip, Rig } from "./harness.ts";
 import { downAndBack, failedTurn, recallAndCapture, type Surface } from "./surfaces.ts";
-
-const MODES: Mode[] = ["plugin"];
 
 /** The editor's side of one `kimi acp` process. */
 function acpSurface(rig: Rig, agent: KimiAcp): Surface {
@@ -27,33 +25,31 @@ function acpSurface(rig: Rig, agent: KimiAcp): Surface {
 }
 
 for (const version of kimiE2eVersions()) {
-  for (const mode of MODES) {
-    const name = `e2e kimi ${version} acp, ${mode} mode`;
-    const install = await kimiOrSkip(version, name);
-    Deno.test({ name, ignore: !install, ...E2E_TEST }, async (t) => {
-      await using rig = await Rig.create(install!, { mode });
-      await using agent = await KimiAcp.start(rig.env);
-      assertEquals(agent.initialized?.protocolVersion, 1);
-      assertEquals(agent.initialized?.agentInfo?.version, version);
-      const surface = acpSurface(rig, agent);
+  const name = `e2e kimi ${version} acp`;
+  const install = await kimiOrSkip(version, name);
+  Deno.test({ name, ignore: !install, ...E2E_TEST }, async (t) => {
+    await using rig = await Rig.create(install!);
+    await using agent = await KimiAcp.start(rig.env);
+    assertEquals(agent.initialized?.protocolVersion, 1);
+    assertEquals(agent.initialized?.agentInfo?.version, version);
+    const surface = acpSurface(rig, agent);
 
-      await t.step("session ids are Kimi's own", async () => {
-        assertMatch(await surface.newSession(), /^session_[0-9a-f-]{36}$/);
-      });
-      await t.step(
-        "1+2: recall reaches the model, not the editor; plain and tool turns captured whole, once, committed",
-        () => recallAndCapture(rig, surface),
-      );
-      await t.step(
-        "failed turn (provider error): its prompt alone reaches OpenViking at once, committed",
-        () => failedTurn(rig, surface, "this turn will FAIL_TURN at the provider"),
-      );
-      await t.step(
-        "3: OpenViking down → the editor gets its answer at once, writes queue; back → replayed once",
-        () => downAndBack(rig, surface),
-      );
-      const exit = await agent.close();
-      assertEquals(exit.code, 0, `kimi acp exits 0 when the editor closes it:\n${agent.stderr}`);
+    await t.step("session ids are Kimi's own", async () => {
+      assertMatch(await surface.newSession(), /^session_[0-9a-f-]{36}$/);
     });
-  }
+    await t.step(
+      "1+2: recall reaches the model, not the editor; plain and tool turns captured whole, once, committed",
+      () => recallAndCapture(rig, surface),
+    );
+    await t.step(
+      "failed turn (provider error): its prompt alone reaches OpenViking at once, committed",
+      () => failedTurn(rig, surface, "this turn will FAIL_TURN at the provider"),
+    );
+    await t.step(
+      "3: OpenViking down → the editor gets its answer at once, writes queue; back → replayed once",
+      () => downAndBack(rig, surface),
+    );
+    const exit = await agent.close();
+    assertEquals(exit.code, 0, `kimi acp exits 0 when the editor closes it:\n${agent.stderr}`);
+  });
 }

@@ -25,7 +25,6 @@ import {
   MCP_ARGS,
   MCP_PREFIX,
   mcpTools,
-  type Mode,
   type Msg,
   offeredTools,
   Rig,
@@ -50,16 +49,12 @@ const VARIANTS: { version: string; legacy: boolean }[] = [
   ...kimiE2eVersions().map((version) => ({ version, legacy: false })),
   ...kimiE2eVersions().includes("0.41.0") ? [{ version: "0.41.0", legacy: true }] : [],
 ];
-const mode: Mode = "plugin";
 
 for (const { version, legacy } of VARIANTS) {
-  const name = `e2e kimi ${version}${legacy ? " legacy engine" : ""} -p, ${mode} mode`;
+  const name = `e2e kimi ${version}${legacy ? " legacy engine" : ""} -p`;
   const install = await kimiOrSkip(version, name);
   Deno.test({ name, ignore: !install, ...E2E_TEST }, async (t) => {
-    await using rig = await Rig.create(install!, {
-      mode,
-      env: legacy ? { KIMI_CODE_LEGACY_FLAG: "1" } : {},
-    });
+    await using rig = await Rig.create(install!, { env: legacy ? { KIMI_CODE_LEGACY_FLAG: "1" } : {} });
     const fake = rig.fake!;
     /** The 1+2 session's last turn and what OpenViking holds of it: the fault steps resume it. */
     let kept: { run: PrintResult; held: Msg[] } | undefined;
@@ -123,8 +118,7 @@ for (const { version, legacy } of VARIANTS) {
           "CALL_MCP please search my memory for my indentation preference, then READ_VIKING its file";
         const r = await rig.print(prompt);
         const reqs = rig.model.chatRequests().slice(before);
-        const prefix = MCP_PREFIX[mode];
-        assertEquals(mcpTools(reqs[0]), offeredTools(mode));
+        assertEquals(mcpTools(reqs[0]), offeredTools());
         const calls = fake.mcp.receivedMethod("tools/call").map((m) => m.params);
         assertEquals(calls, [{ name: "search", arguments: MCP_ARGS }]);
         const [searched, refused] = reqs.filter((q) => q.hasToolResult).map((q) => q.lastToolOutput ?? "");
@@ -133,8 +127,8 @@ for (const { version, legacy } of VARIANTS) {
           refused,
           "viking:// URIs are OpenViking virtual paths, not local filesystem paths.",
         );
-        assertStringIncludes(refused, `Use the OpenViking MCP tool ${prefix}read instead.`);
-        assertStringIncludes(refused, `Example: ${prefix}read(uris="${VIKING_URI}")`);
+        assertStringIncludes(refused, `Use the OpenViking MCP tool ${MCP_PREFIX}read instead.`);
+        assertStringIncludes(refused, `Example: ${MCP_PREFIX}read(uris="${VIKING_URI}")`);
         const readUris = fake.requestsTo("GET /api/v1/content/read").slice(reads).map((q) => q.query.uri);
         assertTrue(!readUris.includes(VIKING_URI), JSON.stringify(readUris));
         await expectFakeSession(fake, `kc-${r.sessionId}`, [
@@ -261,7 +255,7 @@ for (const { version, legacy } of VARIANTS) {
             beside && !isHookResult(beside),
             "no recall without a server, and no error text either",
           );
-          assertEquals(mcpTools(downReqs[0]), offeredTools(mode));
+          assertEquals(mcpTools(downReqs[0]), offeredTools());
 
           await expectQueuedTurn(rig, ov, turn, downPrompt, seen);
 

@@ -36,7 +36,6 @@ import {
   leaks,
   MCP_ARGS,
   MCP_PREFIX,
-  type Mode,
   type Msg,
   Rig,
   skip,
@@ -450,14 +449,13 @@ else {
 /** A rig whose plugin talks to the real server as `user` (dev mode takes the identity from the headers). */
 async function realRig(
   install: KimiInstall,
-  mode: Mode,
   server: RealOpenViking,
   user: string,
   env?: Record<string, string>,
 ) {
   const account = "kimi-e2e";
   const args = ["--account", account, "--user", user, ...(server.apiKey ? ["--api-key", server.apiKey] : [])];
-  const rig = await Rig.create(install, { mode, serverUrl: server.url, installArgs: args, env });
+  const rig = await Rig.create(install, { serverUrl: server.url, installArgs: args, env });
   const api = new RealApi(server, account, user);
   const space = String(obj((await api.call("GET", "/api/v1/system/status")).json.result).user);
   return { rig, api, space };
@@ -619,16 +617,15 @@ Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
 
     for (const install of installs) {
       const version = install.version;
-      const mode: Mode = "plugin";
       const tag = `e2e_${version.replaceAll(".", "_")}_${crypto.randomUUID().slice(0, 8)}`;
-      const teacher = await realRig(install, mode, server, `${tag}_recall`);
-      const capture = await realRig(install, mode, server, `${tag}_capture`);
+      const teacher = await realRig(install, server, `${tag}_recall`);
+      const capture = await realRig(install, server, `${tag}_capture`);
       await using _teacherRig = teacher.rig;
       await using _captureRig = capture.rig;
       const taught = await teacher.rig.print(FACT);
 
       await t.step(
-        `kimi ${version} (${mode}) 2: plain, tool and subagent turns land in the real session, commits accepted`,
+        `kimi ${version} 2: plain, tool and subagent turns land in the real session, commits accepted`,
         async () => {
           const { rig, api } = capture;
           const prompts = [
@@ -656,9 +653,9 @@ Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
       );
 
       await t.step(
-        `kimi ${version} (${mode}) 8: the default policy: a kimi -p turn (no SessionEnd) is committed by the idle watch`,
+        `kimi ${version} 8: the default policy: a kimi -p turn (no SessionEnd) is committed by the idle watch`,
         async () => {
-          const idle = await realRig(install, mode, server, `${tag}_idle`, {
+          const idle = await realRig(install, server, `${tag}_idle`, {
             OPENVIKING_COMMIT_POLICY: KNOBS.commitPolicy.default,
             OPENVIKING_IDLE_COMMIT_SECONDS: "2",
           });
@@ -685,7 +682,7 @@ Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
       );
 
       await t.step(
-        `kimi ${version} (${mode}) 1+6: a new session recalls what an earlier one taught; our MCP search answers from /mcp`,
+        `kimi ${version} 1+6: a new session recalls what an earlier one taught; our MCP search answers from /mcp`,
         async () => {
           const { rig, api, space } = teacher;
           await expectRealSession(api, `kc-${taught.sessionId}`, [["0", "user", FACT], [
@@ -740,7 +737,6 @@ Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
           assertMatch(injected, new RegExp(`\n- [^\n]*tabs over spaces[^\n]* \\(${memory.uri}\\)\n`));
           assertTrue(!injected.includes("&lt;memory"), "no server markup in the digest");
 
-          const prefix = MCP_PREFIX[mode];
           const served = arr((await api.mcp("tools/list", {})).tools).map((x) => String(x.name)).sort();
           assertEquals(served.length, 24);
           const serverText = async () =>
@@ -751,8 +747,8 @@ Deno.test({ name: NAME, ignore: REAL === "0", ...E2E_TEST }, async (t) => {
           await rig.print("CALL_MCP please search my memory", { sessionId: r.sessionId });
           const afterCall = await serverText();
           const reqs = rig.model.chatRequests().slice(from);
-          const ours = reqs[0].toolNames.filter((n) => n.startsWith(prefix)).map((n) =>
-            n.slice(prefix.length)
+          const ours = reqs[0].toolNames.filter((n) => n.startsWith(MCP_PREFIX)).map((n) =>
+            n.slice(MCP_PREFIX.length)
           );
           assertEquals(ours.sort(), served.filter((n) => (MEMORY_TOOLS as readonly string[]).includes(n)));
           const got = toolText(reqs.find((q) => q.hasToolResult)?.lastToolOutput);

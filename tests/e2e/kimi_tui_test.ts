@@ -4,13 +4,7 @@ import { join } from "node:path";
 import { assertEquals, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { KIMI_VERSIONS, type KimiTui, tmuxAvailable, waitUntil } from "../support/kimi.ts";
 import { isCompaction, messageText } from "../support/model-server.ts";
-import {
-  DEFAULT_ENTRY,
-  FAKE_MEMORY_LINE,
-  FAKE_PROFILE_ROW,
-  queryEntry,
-  queryMemoryLine,
-} from "../support/fake-openviking.ts";
+import { DEFAULT_ENTRY, FAKE_MEMORY_LINE, queryEntry, queryMemoryLine } from "../support/fake-openviking.ts";
 import { terminalRows } from "../support/rows.ts";
 import {
   atFake,
@@ -24,7 +18,6 @@ import {
   kimiOrSkip,
   leaks,
   MCP_PREFIX,
-  type Mode,
   type Msg,
   Rig,
   SLOW_TEXT,
@@ -32,7 +25,6 @@ import {
   VIKING_URI,
 } from "./harness.ts";
 
-const MODES: Mode[] = ["plugin"];
 const tmux = await tmuxAvailable();
 
 /** Rows the hook's output may take: the first prompt (profile row, two memories) and a later one. */
@@ -73,8 +65,8 @@ function afterCompaction(prompt: string): string {
 
 /**
  * `/compact` in the session `tui` shows, whose turns OpenViking holds (`turns`, each committed): the
- * PreCompact capture loses nothing and sends nothing twice; the next prompt's digest brings memory back once
- * (in config mode the profile too), saying so, and that turn is captured and added to `turns`.
+ * PreCompact capture loses nothing and sends nothing twice; the next prompt's digest brings memory back once,
+ * saying so, and that turn is captured and added to `turns`.
  */
 async function compactAndGoOn(rig: Rig, tui: KimiTui, sessionId: string, turns: Msg[]): Promise<void> {
   const fake = rig.fake!;
@@ -97,219 +89,203 @@ async function compactAndGoOn(rig: Rig, tui: KimiTui, sessionId: string, turns: 
 }
 
 for (const version of KIMI_VERSIONS) {
-  for (const mode of MODES) {
-    const faults = true;
-    const name = `e2e kimi ${version} TUI, ${mode} mode`;
-    const install = tmux ? await kimiOrSkip(version, name) : undefined;
-    if (!tmux) console.log(`SKIP ${name}: tmux is not available`);
-    Deno.test({ name, ignore: !install, ...E2E_TEST }, async (t) => {
-      await using rig = await Rig.create(install!, { mode });
-      const fake = rig.fake!;
-      if (faults) {
-        await using tui = await rig.env.tui();
-        let sessionId = "";
-        let ov = "";
-        const slowPrompt = "tell me a long SLOW story";
-        const turns: Msg[] = [];
-
-        await t.step(
-          "4: Esc during a slow answer → the partial turn reaches OpenViking from the Interrupt hook",
-          async () => {
-            await tui.submit(slowPrompt);
-            await tui.waitFor("slow token 10", 30_000);
-            await tui.interrupt();
-            const indexed = () => rig.env.sessionIndex()[0];
-            sessionId = (await waitUntil(indexed, 30_000, "the session in session_index.jsonl")).sessionId;
-            ov = `kc-${sessionId}`;
-            const [user, assistant] = await atFake(fake, ov, 2);
-            assertEquals(user, ["0", "user", slowPrompt]);
-            assertEquals([assistant[0], assistant[1]], ["0", "assistant"]);
-            const partial = assistant[2];
-            assertTrue(
-              SLOW_TEXT.startsWith(partial) && partial.length < SLOW_TEXT.length,
-              `a strict prefix: ${partial}`,
-            );
-            assertStringIncludes(partial, "slow token 10");
-            const captured = async () => {
-              const s = await rig.captureState(sessionId);
-              return s.lastCaptureEvent !== undefined && s;
-            };
-            const state = await waitUntil(captured, 30_000, "the interrupt capture's state");
-            assertEquals(state.lastCaptureEvent, "interrupt");
-            const run = (await rig.hookRuns()).find((r) => r.event === "interrupt");
-            console.log(`  interrupt hook: ${run?.outcome} in ${run?.durationMs} ms, commit ${run?.commit}`);
-            // `jfb:` keys mark the kept prompt this journal turn settled (memory/prompt.ts), not a message.
-            const keys = (state.capturedKeys as string[]).filter((k) => !k.startsWith("jfb:"));
-            assertEquals(keys, ["0:user", "0:assistant"]);
-            assertEquals(fake.sessions.get(ov)?.commits, 1, "the interrupt capture commits");
-            turns.push(user, assistant);
-
-            const msgs = rig.mainRequests()[0].body.messages;
-            const at = msgs.findIndex((m) => m.role === "user" && messageText(m) === slowPrompt);
-            assertEquals(messageText(msgs[at - 1]), hookResult(expectedDigest(mode, slowPrompt, true)));
-
-            await tui.submit("ok, just say hi then");
-            await tui.waitFor("ACK: ok, just say hi then");
-            const next = rig.mainRequests().at(-1)!;
-            const answers = next.body.messages.filter((m) => m.role === "assistant").map(messageText);
-            assertTrue(
-              answers.includes(partial),
-              `the model got the same partial answer OpenViking got (${partial.length} chars): ${
-                JSON.stringify(answers.map((a) => a.slice(-40)))
-              }, OpenViking ${JSON.stringify(partial.slice(-40))}; ${JSON.stringify(await rig.hookRuns())}`,
-            );
-            turns.push(["1", "user", "ok, just say hi then"], [
-              "1",
-              "assistant",
-              "ACK: ok, just say hi then",
-            ]);
-            await expectFakeSession(fake, ov, turns, 2);
-          },
-        );
-
-        await t.step(
-          "5: /compact → the turns before it are captured, nothing lost, memory (and in config mode the profile) comes back once",
-          async () => {
-            await compactAndGoOn(rig, tui, sessionId, turns);
-            assertEquals(await tui.exit(), 0);
-            await rig.capturedBy(sessionId, "session-end");
-            await expectFakeSession(fake, ov, turns, turns.length / 2);
-          },
-        );
-      }
-
-      await using quiet = await rig.env.tui();
-      const first = "which indentation do I prefer in this project?";
-      const later = "and how do I name the test files?";
-      const quietTurns: Msg[] = [
-        ["0", "user", first],
-        ["0", "assistant", `ACK: ${first}`],
-        ["1", "user", later],
-        ["1", "assistant", `ACK: ${later}`],
-        ["2", "user", later],
-        ["2", "assistant", `ACK: ${later}`],
-      ];
+  const faults = true;
+  const name = `e2e kimi ${version} TUI`;
+  const install = tmux ? await kimiOrSkip(version, name) : undefined;
+  if (!tmux) console.log(`SKIP ${name}: tmux is not available`);
+  Deno.test({ name, ignore: !install, ...E2E_TEST }, async (t) => {
+    await using rig = await Rig.create(install!);
+    const fake = rig.fake!;
+    if (faults) {
+      await using tui = await rig.env.tui();
+      let sessionId = "";
+      let ov = "";
+      const slowPrompt = "tell me a long SLOW story";
+      const turns: Msg[] = [];
 
       await t.step(
-        "quiet: a few rows for the first prompt, one memory for a later one, nothing for a question asked again",
+        "4: Esc during a slow answer → the partial turn reaches OpenViking from the Interrupt hook",
         async () => {
-          const before = rig.mainRequests().length;
-          await quiet.submit(first);
-          await quiet.waitFor(`ACK: ${first}`);
-          const firstDigest = expectedDigest(mode, first, true);
-          const shown = await assertShown(quiet, firstDigest, FIRST_ROWS_MAX);
-          await quiet.submit(later);
-          await quiet.waitFor(`ACK: ${later}`);
-          assertEquals(
-            await assertShown(quiet, expectedDigest(mode, later, false), LATER_ROWS_MAX),
-            shown + 1,
+          await tui.submit(slowPrompt);
+          await tui.waitFor("slow token 10", 30_000);
+          await tui.interrupt();
+          const indexed = () => rig.env.sessionIndex()[0];
+          sessionId = (await waitUntil(indexed, 30_000, "the session in session_index.jsonl")).sessionId;
+          ov = `kc-${sessionId}`;
+          const [user, assistant] = await atFake(fake, ov, 2);
+          assertEquals(user, ["0", "user", slowPrompt]);
+          assertEquals([assistant[0], assistant[1]], ["0", "assistant"]);
+          const partial = assistant[2];
+          assertTrue(
+            SLOW_TEXT.startsWith(partial) && partial.length < SLOW_TEXT.length,
+            `a strict prefix: ${partial}`,
           );
-          await quiet.submit(later);
-          const answered = async () => (await quiet.history()).split(`ACK: ${later}`).length > 2;
-          await waitUntil(answered, 30_000, "the answer to the question asked again");
-          assertEquals(hookBlocks(await quiet.history()).length, shown + 1, "no hook output the second time");
-          const reqs = rig.mainRequests().slice(before);
-          const msgs = reqs.at(-1)!.body.messages;
-          assertEquals(
-            msgs.filter(isHookResult).map(messageText),
-            [hookResult(firstDigest), hookResult(expectedDigest(mode, later, false))],
+          assertStringIncludes(partial, "slow token 10");
+          const captured = async () => {
+            const s = await rig.captureState(sessionId);
+            return s.lastCaptureEvent !== undefined && s;
+          };
+          const state = await waitUntil(captured, 30_000, "the interrupt capture's state");
+          assertEquals(state.lastCaptureEvent, "interrupt");
+          const run = (await rig.hookRuns()).find((r) => r.event === "interrupt");
+          console.log(`  interrupt hook: ${run?.outcome} in ${run?.durationMs} ms, commit ${run?.commit}`);
+          // `jfb:` keys mark the kept prompt this journal turn settled (memory/prompt.ts), not a message.
+          const keys = (state.capturedKeys as string[]).filter((k) => !k.startsWith("jfb:"));
+          assertEquals(keys, ["0:user", "0:assistant"]);
+          assertEquals(fake.sessions.get(ov)?.commits, 1, "the interrupt capture commits");
+          turns.push(user, assistant);
+
+          const msgs = rig.mainRequests()[0].body.messages;
+          const at = msgs.findIndex((m) => m.role === "user" && messageText(m) === slowPrompt);
+          assertEquals(messageText(msgs[at - 1]), hookResult(expectedDigest(slowPrompt, true)));
+
+          await tui.submit("ok, just say hi then");
+          await tui.waitFor("ACK: ok, just say hi then");
+          const next = rig.mainRequests().at(-1)!;
+          const answers = next.body.messages.filter((m) => m.role === "assistant").map(messageText);
+          assertTrue(
+            answers.includes(partial),
+            `the model got the same partial answer OpenViking got (${partial.length} chars): ${
+              JSON.stringify(answers.map((a) => a.slice(-40)))
+            }, OpenViking ${JSON.stringify(partial.slice(-40))}; ${JSON.stringify(await rig.hookRuns())}`,
           );
-          const runs = (await rig.hookRuns()).filter((r) => r.event === "user-prompt-submit").slice(-3);
-          assertEquals(runs.map((r) => r.recall), ["context", "context", "reused"]);
-          assertEquals(runs.at(-1)!.suppressed, [DEFAULT_ENTRY.uri, queryEntry(later).uri]);
+          turns.push(["1", "user", "ok, just say hi then"], [
+            "1",
+            "assistant",
+            "ACK: ok, just say hi then",
+          ]);
+          await expectFakeSession(fake, ov, turns, 2);
         },
       );
 
       await t.step(
-        mode === "plugin"
-          ? "plugin mode: the profile and the tool hint are in the system prompt, in no user message, never captured; the skill is listed"
-          : "config mode: the profile comes in the first prompt's digest; the skill (Kimi's user skills) is listed",
+        "5: /compact → the turns before it are captured, nothing lost, memory comes back once",
         async () => {
-          const reqs = rig.mainRequests();
-          const last = reqs.at(-1)!;
-          const skillPath = mode === "plugin"
-            ? join(rig.env.kimiHome, "plugins/managed/openviking-memory/skills/openviking-memory/SKILL.md")
-            : join(rig.env.kimiHome, "skills/openviking-memory/SKILL.md");
-          assertStringIncludes(
-            last.system,
-            "- openviking-memory: Long-term memory of the user in OpenViking",
-          );
-          assertStringIncludes(last.system, "When to use: The user refers to earlier sessions");
-          assertStringIncludes(last.system, skillPath);
-          const userTexts = reqs.flatMap((r) =>
-            r.body.messages.filter((m) => m.role === "user").map(messageText)
-          );
-          if (mode === "plugin") {
-            assertStringIncludes(last.system, "# Plugin Instructions");
-            assertStringIncludes(
-              last.system,
-              `<!-- From: plugin openviking-memory -->\n${SYSTEM_PROMPT_TITLE}`,
-            );
-            assertStringIncludes(last.system, `\`${MCP_PREFIX.plugin}search\``);
-            assertStringIncludes(last.system, "Name: Test User");
-            const plugins = [SYSTEM_PROMPT_TITLE, "Name: Test User", "Use the search/read MCP tools"];
-            for (const text of userTexts) assertEquals(plugins.filter((x) => text.includes(x)), [], text);
-          } else {
-            assertTrue(!last.system.includes(SYSTEM_PROMPT_TITLE), "no plugin system prompt in config mode");
-            const profiled = last.body.messages.filter((m) =>
-              m.role === "user" && messageText(m).includes(FAKE_PROFILE_ROW)
-            );
-            assertEquals(profiled.length, 1, "in one hook result");
-          }
-          const sid = rig.env.sessionIndex().at(-1)!.sessionId;
-          await expectFakeSession(fake, `kc-${sid}`, quietTurns, 3);
-          for (const [, , text] of fakeMessages(fake, `kc-${sid}`)) assertEquals(leaks(text), [], text);
+          await compactAndGoOn(rig, tui, sessionId, turns);
+          assertEquals(await tui.exit(), 0);
+          await rig.capturedBy(sessionId, "session-end");
+          await expectFakeSession(fake, ov, turns, turns.length / 2);
         },
       );
+    }
 
-      if (!faults) {
-        await t.step(
-          "5: /compact → the turns before it are captured, nothing lost, memory (and in config mode the profile) comes back once",
-          () => compactAndGoOn(rig, quiet, rig.env.sessionIndex().at(-1)!.sessionId, quietTurns),
+    await using quiet = await rig.env.tui();
+    const first = "which indentation do I prefer in this project?";
+    const later = "and how do I name the test files?";
+    const quietTurns: Msg[] = [
+      ["0", "user", first],
+      ["0", "assistant", `ACK: ${first}`],
+      ["1", "user", later],
+      ["1", "assistant", `ACK: ${later}`],
+      ["2", "user", later],
+      ["2", "assistant", `ACK: ${later}`],
+    ];
+
+    await t.step(
+      "quiet: a few rows for the first prompt, one memory for a later one, nothing for a question asked again",
+      async () => {
+        const before = rig.mainRequests().length;
+        await quiet.submit(first);
+        await quiet.waitFor(`ACK: ${first}`);
+        const firstDigest = expectedDigest(first, true);
+        const shown = await assertShown(quiet, firstDigest, FIRST_ROWS_MAX);
+        await quiet.submit(later);
+        await quiet.waitFor(`ACK: ${later}`);
+        assertEquals(
+          await assertShown(quiet, expectedDigest(later, false), LATER_ROWS_MAX),
+          shown + 1,
         );
-      }
+        await quiet.submit(later);
+        const answered = async () => (await quiet.history()).split(`ACK: ${later}`).length > 2;
+        await waitUntil(answered, 30_000, "the answer to the question asked again");
+        assertEquals(hookBlocks(await quiet.history()).length, shown + 1, "no hook output the second time");
+        const reqs = rig.mainRequests().slice(before);
+        const msgs = reqs.at(-1)!.body.messages;
+        assertEquals(
+          msgs.filter(isHookResult).map(messageText),
+          [hookResult(firstDigest), hookResult(expectedDigest(later, false))],
+        );
+        const runs = (await rig.hookRuns()).filter((r) => r.event === "user-prompt-submit").slice(-3);
+        assertEquals(runs.map((r) => r.recall), ["context", "context", "reused"]);
+        assertEquals(runs.at(-1)!.suppressed, [DEFAULT_ENTRY.uri, queryEntry(later).uri]);
+      },
+    );
 
-      if (mode === "plugin") {
-        await t.step(
-          "plugin mode: /openviking-memory:remember, :recall and :forget call their tools through our MCP proxy",
-          async () => {
-            const calls = () => fake.mcp.receivedMethod("tools/call").map((m) => m.params);
-            const seen = calls().length;
-            const run = async (command: string) => {
-              const done = (await quiet.history()).split(COMMAND_DONE).length;
-              await quiet.submit(command);
-              let approved = false;
-              const answered = async () => {
-                if (!approved && (await quiet.screen()).includes("1. Approve once")) {
-                  approved = true;
-                  await quiet.keys("1");
-                }
-                return (await quiet.history()).split(COMMAND_DONE).length > done;
-              };
-              await waitUntil(answered, 30_000, `the answer to ${command}`);
-            };
-            await run("/openviking-memory:remember I prefer tabs over spaces, always");
-            await run("/openviking-memory:recall indentation preference");
-            await run(`/openviking-memory:forget ${VIKING_URI}`);
-            await waitUntil(() => calls().length >= seen + 3, 30_000, "three tool calls at the fake's /mcp");
-            assertEquals(calls().slice(seen), [
-              {
-                name: "remember",
-                arguments: { messages: [{ role: "user", content: "I prefer tabs over spaces, always" }] },
-              },
-              { name: "search", arguments: { query: "indentation preference" } },
-              { name: "forget", arguments: { uri: VIKING_URI } },
-            ]);
-            const runs = (await rig.hookRuns()).filter((r) => r.event === "user-prompt-submit");
-            assertEquals(
-              runs.length,
-              (faults ? 3 : 1) + 3,
-              "the TUI sessions' prompts, no command among them",
-            );
+    await t.step(
+      "the profile and the tool hint are in the system prompt, in no user message, never captured; the skill is listed",
+      async () => {
+        const reqs = rig.mainRequests();
+        const last = reqs.at(-1)!;
+        const skillPath = join(
+          rig.env.kimiHome,
+          "plugins/managed/openviking-memory/skills/openviking-memory/SKILL.md",
+        );
+        assertStringIncludes(
+          last.system,
+          "- openviking-memory: Long-term memory of the user in OpenViking",
+        );
+        assertStringIncludes(last.system, "When to use: The user refers to earlier sessions");
+        assertStringIncludes(last.system, skillPath);
+        const userTexts = reqs.flatMap((r) =>
+          r.body.messages.filter((m) => m.role === "user").map(messageText)
+        );
+        assertStringIncludes(last.system, "# Plugin Instructions");
+        assertStringIncludes(last.system, `<!-- From: plugin openviking-memory -->\n${SYSTEM_PROMPT_TITLE}`);
+        assertStringIncludes(last.system, `\`${MCP_PREFIX}search\``);
+        assertStringIncludes(last.system, "Name: Test User");
+        const plugins = [SYSTEM_PROMPT_TITLE, "Name: Test User", "Use the search/read MCP tools"];
+        for (const text of userTexts) assertEquals(plugins.filter((x) => text.includes(x)), [], text);
+        const sid = rig.env.sessionIndex().at(-1)!.sessionId;
+        await expectFakeSession(fake, `kc-${sid}`, quietTurns, 3);
+        for (const [, , text] of fakeMessages(fake, `kc-${sid}`)) assertEquals(leaks(text), [], text);
+      },
+    );
+
+    if (!faults) {
+      await t.step(
+        "5: /compact → the turns before it are captured, nothing lost, memory comes back once",
+        () => compactAndGoOn(rig, quiet, rig.env.sessionIndex().at(-1)!.sessionId, quietTurns),
+      );
+    }
+
+    await t.step(
+      "/openviking-memory:remember, :recall and :forget call their tools through our MCP proxy",
+      async () => {
+        const calls = () => fake.mcp.receivedMethod("tools/call").map((m) => m.params);
+        const seen = calls().length;
+        const run = async (command: string) => {
+          const done = (await quiet.history()).split(COMMAND_DONE).length;
+          await quiet.submit(command);
+          let approved = false;
+          const answered = async () => {
+            if (!approved && (await quiet.screen()).includes("1. Approve once")) {
+              approved = true;
+              await quiet.keys("1");
+            }
+            return (await quiet.history()).split(COMMAND_DONE).length > done;
+          };
+          await waitUntil(answered, 30_000, `the answer to ${command}`);
+        };
+        await run("/openviking-memory:remember I prefer tabs over spaces, always");
+        await run("/openviking-memory:recall indentation preference");
+        await run(`/openviking-memory:forget ${VIKING_URI}`);
+        await waitUntil(() => calls().length >= seen + 3, 30_000, "three tool calls at the fake's /mcp");
+        assertEquals(calls().slice(seen), [
+          {
+            name: "remember",
+            arguments: { messages: [{ role: "user", content: "I prefer tabs over spaces, always" }] },
           },
+          { name: "search", arguments: { query: "indentation preference" } },
+          { name: "forget", arguments: { uri: VIKING_URI } },
+        ]);
+        const runs = (await rig.hookRuns()).filter((r) => r.event === "user-prompt-submit");
+        assertEquals(
+          runs.length,
+          (faults ? 3 : 1) + 3,
+          "the TUI sessions' prompts, no command among them",
         );
-      }
-      assertEquals(await quiet.exit(), 0);
-    });
-  }
+      },
+    );
+    assertEquals(await quiet.exit(), 0);
+  });
 }

@@ -58,7 +58,6 @@ for (const [i, version] of [...KIMI_RELEASES.entries()].reverse()) {
       await Deno.mkdir(root);
       await using _cleanup = { [Symbol.asyncDispose]: () => Deno.remove(base, { recursive: true }) };
       await using rig = await Rig.create(install!, {
-        mode: "plugin",
         noInstall: true,
         root,
         workDirName: "my proj $(x) ✓",
@@ -94,7 +93,7 @@ for (const [i, version] of [...KIMI_RELEASES.entries()].reverse()) {
       const prompt = "hello, does my memory work with my own config?";
       const r = await rig.print(prompt);
       const first = rig.mainRequests()[0].body.messages.filter(isHookResult).map(messageText);
-      assertEquals(first, [hookResult(expectedDigest("plugin", prompt, true))], "each hook runs once");
+      assertEquals(first, [hookResult(expectedDigest(prompt, true))], "each hook runs once");
       const turn: Msg[] = [["0", "user", prompt], ["0", "assistant", `ACK: ${prompt}`]];
       await expectFakeSession(fake, `kc-${r.sessionId}`, turn, 1);
       assertTrue(await exists(marker), "the user's own Stop hook ran too");

@@ -6,10 +6,8 @@
 
 import { kimiE2eVersions } from "../support/kimi.ts";
 import { KimiWeb } from "../support/web-client.ts";
-import { E2E_TEST, kimiOrSkip, type Mode, Rig } from "./harness.ts";
+import { E2E_TEST, kimiOrSkip, Rig } from "./harness.ts";
 import { downAndBack, failedTurn, recallAndCapture, type Surface } from "./surfaces.ts";
-
-const MODES: Mode[] = ["plugin"];
 
 /** The model alias of the rig's config.toml (what the web UI's model picker offers). */
 const MODEL = "fake";
@@ -40,31 +38,24 @@ function webSurface(rig: Rig, web: KimiWeb): Surface {
 }
 
 for (const version of VERSIONS) {
-  for (const mode of MODES) {
-    const name = `e2e kimi ${version} web, ${mode} mode`;
-    const install = await kimiOrSkip(version, name);
-    Deno.test({ name, ignore: !install, ...E2E_TEST }, async (t) => {
-      await using rig = await Rig.create(install!, { mode });
-      await using web = await KimiWeb.start(rig.env);
-      const surface = webSurface(rig, web);
+  const name = `e2e kimi ${version} web`;
+  const install = await kimiOrSkip(version, name);
+  Deno.test({ name, ignore: !install, ...E2E_TEST }, async (t) => {
+    await using rig = await Rig.create(install!);
+    await using web = await KimiWeb.start(rig.env);
+    const surface = webSurface(rig, web);
 
-      const faults = mode === "plugin";
-      if (faults) {
-        await t.step(
-          "failed turn (no model chosen: model.not_configured): its prompt alone reaches OpenViking at once, committed",
-          () => failedTurn(rig, surface, "hello before any model was chosen", { noModel: true }),
-        );
-      }
-      await t.step(
-        "1+2: recall reaches the model; plain and tool turns captured whole, once, committed",
-        () => recallAndCapture(rig, surface),
-      );
-      if (faults) {
-        await t.step(
-          "3: OpenViking down → the web UI gets its answer at once, writes queue; back → replayed once",
-          () => downAndBack(rig, surface),
-        );
-      }
-    });
-  }
+    await t.step(
+      "failed turn (no model chosen: model.not_configured): its prompt alone reaches OpenViking at once, committed",
+      () => failedTurn(rig, surface, "hello before any model was chosen", { noModel: true }),
+    );
+    await t.step(
+      "1+2: recall reaches the model; plain and tool turns captured whole, once, committed",
+      () => recallAndCapture(rig, surface),
+    );
+    await t.step(
+      "3: OpenViking down → the web UI gets its answer at once, writes queue; back → replayed once",
+      () => downAndBack(rig, surface),
+    );
+  });
 }
