@@ -58,7 +58,6 @@ import {
   type TreeFile,
   writeTree,
 } from "./transaction.ts";
-import { SYSTEM_PROMPT_FILE } from "../kimi/plugin-root.ts";
 import { readTextIfExists } from "../lib/fs.ts";
 import {
   defaultLogPath,
@@ -77,8 +76,8 @@ import {
 } from "../lib/paths.ts";
 import { scrub } from "../lib/redact.ts";
 import { commandName } from "../lib/self.ts";
-import { OWNED_MARK, SKILL_NAME, SYSTEM_PROMPT_TITLE } from "../memory/instructions.ts";
-import { refreshPromptFile } from "../memory/system-prompt.ts";
+import { OWNED_MARK, refreshPromptFile, SKILL_NAME, SYSTEM_PROMPT_TITLE } from "../memory/system-prompt.ts";
+import { SYSTEM_PROMPT_FILE } from "../memory/system-prompt.ts";
 import { asSentence } from "../openviking/advice.ts";
 import { breakerFiles } from "../openviking/breaker.ts";
 import { credentialFilePaths, DEFAULT_BASE_URL, loadConfig, originOf } from "../openviking/config.ts";

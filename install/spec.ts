@@ -7,13 +7,11 @@ import * as z from "zod/mini";
 import { HOOKS } from "../kimi/hooks.ts";
 import { isRecord } from "../lib/parsed.ts";
 import type { TreeFile } from "./transaction.ts";
-import { SYSTEM_PROMPT_FILE } from "../kimi/plugin-root.ts";
 import { sha256Hex } from "../lib/hash.ts";
 import { commandDir, type Env, integrationDir, isAbsolutePath, joinPath, orNoHome } from "../lib/paths.ts";
 import { checkoutRoot, copyDir, isCompiled } from "../lib/self.ts";
 import { VERSION } from "../lib/version.ts";
-import { COMMANDS, commandText, SKILL_NAME, skillText } from "../memory/instructions.ts";
-import { systemPromptText } from "../memory/system-prompt.ts";
+import { PLUGIN_TEXTS, SYSTEM_PROMPT_FILE } from "../memory/system-prompt.ts";
 
 /** Plugin id (OpenViking's own Kimi plugin has it too, so the two are never enabled side by side). */
 export const PLUGIN_ID = "openviking-memory";
@@ -181,10 +179,5 @@ export const manifestText = (os: OsFamily): string => `${JSON.stringify(renderMa
 
 /** The memory files of the plugin directory, as install places them (the profile is filled in after). */
 export function pluginMemoryFiles(): TreeFile[] {
-  const prompt = systemPromptText({ kind: "unknown" }, { redact: true, profileTokenBudget: 0 });
-  return [
-    [SYSTEM_PROMPT_FILE, prompt],
-    [`skills/${SKILL_NAME}/SKILL.md`, skillText("plugin")],
-    ...COMMANDS.map((c) => [`commands/${c.name}.md`, commandText("plugin", c)]),
-  ].map(([path, content]) => ({ path, content, mode: 0o600 }));
+  return PLUGIN_TEXTS.map(([path, content]) => ({ path, content, mode: 0o600 }));
 }

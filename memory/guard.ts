@@ -2,8 +2,9 @@
 
 import type { MemoryTool } from "./tools.ts";
 import type { HookContext, HookResult } from "./context.ts";
-import { pluginRoot } from "../kimi/plugin-root.ts";
-import { type InstallMode, toolName } from "./instructions.ts";
+
+/** Kimi names a plugin's MCP tools `mcp__plugin-<plugin id>_<server>__<tool>`. */
+const PLUGIN_TOOL_PREFIX = "mcp__plugin-openviking-memory_openviking__";
 
 /** In decoded text: the scheme, not ending a longer word (`openviking:`), a slash or more, a path to a control. */
 const VIKING_URI = /(?<![\p{L}\p{N}_+.-])viking:\/+([^\s"'`<>)\p{Cc}\p{Cf}]*)/iu;
@@ -42,8 +43,8 @@ export function findVikingUri(input: unknown, depth = 0): string {
   return "";
 }
 
-/** The deny reason for file tool `fileTool` called with a viking:// URI, naming memory's tool as `mode` does. */
-export function guardMessage(fileTool: string, uri: string, mode: InstallMode): string {
+/** The deny reason for file tool `fileTool` called with a viking:// URI, naming memory's tool as Kimi does. */
+export function guardMessage(fileTool: string, uri: string): string {
   const tool = fileTool.toLowerCase();
   const [name, args]: [MemoryTool, string] = tool === "glob"
     ? ["glob", `(pattern="**/*.md", uri="${uri}")`]
@@ -52,8 +53,8 @@ export function guardMessage(fileTool: string, uri: string, mode: InstallMode): 
     : ["read", `(uris="${uri}")`];
   return [
     "viking:// URIs are OpenViking virtual paths, not local filesystem paths.",
-    `Use the OpenViking MCP tool ${toolName(mode, name)} instead.`,
-    `Example: ${toolName(mode, name)}${args}`,
+    `Use the OpenViking MCP tool ${PLUGIN_TOOL_PREFIX}${name} instead.`,
+    `Example: ${PLUGIN_TOOL_PREFIX}${name}${args}`,
   ].join("\n");
 }
 
@@ -61,7 +62,7 @@ export function guardMessage(fileTool: string, uri: string, mode: InstallMode): 
 export function preToolUse(ctx: HookContext): Promise<HookResult> {
   const uri = findVikingUri(ctx.input.tool_input);
   if (!uri) return Promise.resolve({ outcome: "allow" });
-  const reason = guardMessage(ctx.input.tool_name ?? "Read", uri, pluginRoot(ctx.env) ? "plugin" : "config");
+  const reason = guardMessage(ctx.input.tool_name ?? "Read", uri);
   const output = { hookSpecificOutput: { permissionDecision: "deny", permissionDecisionReason: reason } };
   return Promise.resolve({
     stdout: `${JSON.stringify(output)}\n`,

@@ -1,8 +1,8 @@
-/** The `viking://` guard's finder and deny message, and the tools the memory texts name. */
+/** The `viking://` guard's finder and deny message, and the tools the plugin's texts name. */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../tests/support/assert.ts";
 import { findVikingUri, guardMessage } from "./guard.ts";
-import { COMMANDS, commandText, memoryInstructions, skillText } from "./instructions.ts";
+import { PLUGIN_TEXTS } from "./system-prompt.ts";
 import { offeredTools } from "./tools.ts";
 import { OFFERED_TOOLS, OPENVIKING_TOOLS } from "../tests/support/fake-mcp.ts";
 
@@ -40,36 +40,31 @@ Deno.test("viking:// finder: spellings tests/fuzz/guard_test.ts does not generat
   for (const path of ordinary) assertEquals(findVikingUri({ path }), "", path);
 });
 
-Deno.test("guard message: names the MCP tool for each file tool, with an example, under the mode's prefix", () => {
+Deno.test("guard message: names the plugin's MCP tool for each file tool, with an example", () => {
   const uri = "viking://user/x";
-  assertMatch(
-    guardMessage("Glob", uri, "config"),
-    /Use the OpenViking MCP tool mcp__openviking__glob instead\.\nExample: mcp__openviking__glob\(pattern=/,
-  );
   const P = "mcp__plugin-openviking-memory_openviking__";
-  assertStringIncludes(
-    guardMessage("grep", uri, "plugin"),
-    `${P}grep(uri="viking://user/x", pattern="<text>")`,
+  assertMatch(
+    guardMessage("Glob", uri),
+    new RegExp(`Use the OpenViking MCP tool ${P}glob instead\\.\nExample: ${P}glob\\(pattern=`),
   );
-  assertStringIncludes(guardMessage("Read", uri, "plugin"), `${P}read(uris="viking://user/x")`);
-  assertMatch(guardMessage("SomethingElse", uri, "config"), /__read/, "any other tool is pointed at read");
+  assertStringIncludes(guardMessage("grep", uri), `${P}grep(uri="viking://user/x", pattern="<text>")`);
+  assertStringIncludes(guardMessage("Read", uri), `${P}read(uris="viking://user/x")`);
+  assertMatch(guardMessage("SomethingElse", uri), /__read\(/, "any other tool is pointed at read");
 });
 
-Deno.test("the memory texts and the guard name only tools the proxy offers by default, in both modes", () => {
-  for (const mode of ["config", "plugin"] as const) {
-    const texts = [
-      memoryInstructions(mode),
-      skillText(mode),
-      ...COMMANDS.map((c) => commandText(mode, c)),
-      ...["Read", "Glob", "Grep"].map((t) => guardMessage(t, "viking://user/x", mode)),
-    ];
-    const named = texts.flatMap((
-      t,
-    ) => [...t.matchAll(/mcp__[\w-]+?_openviking__(\w+)|mcp__openviking__(\w+)/g)])
-      .map((m) => m[1] ?? m[2]);
-    assertTrue(named.length >= 10, `${mode}: the texts name tools`);
-    const offered = offeredTools(OPENVIKING_TOOLS.map((name) => ({ name })), []).map((t) => t.name);
-    assertEquals(offered, OFFERED_TOOLS);
-    for (const name of named) assertTrue(offered.includes(name), `${mode}: ${name} is not offered`);
+Deno.test("the plugin's texts and the guard name only tools the proxy offers by default; the skill and recall point to `memories`", () => {
+  const texts = [
+    ...PLUGIN_TEXTS.map(([, text]) => text),
+    ...["Read", "Glob", "Grep"].map((t) => guardMessage(t, "viking://user/x")),
+  ];
+  const named = texts.flatMap((t) => [...t.matchAll(/mcp__plugin-openviking-memory_openviking__(\w+)/g)]).map(
+    (m) => m[1],
+  );
+  assertTrue(named.length >= 10, "the texts name tools");
+  const offered = offeredTools(OPENVIKING_TOOLS.map((name) => ({ name })), []).map((t) => t.name);
+  assertEquals(offered, OFFERED_TOOLS);
+  for (const name of named) assertTrue(offered.includes(name), `${name} is not offered`);
+  for (const [path, text] of PLUGIN_TEXTS) {
+    if (/SKILL|recall/.test(path)) assertStringIncludes(text, "`openviking-kimi memories`", path);
   }
 });

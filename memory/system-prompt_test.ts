@@ -9,14 +9,14 @@ import { FakeOpenViking } from "../tests/support/fake-openviking.ts";
 import { sandboxEnv } from "../tests/support/hook-context.ts";
 import { tempDir } from "../tests/support/temp.ts";
 import { loadConfig } from "../openviking/config.ts";
-import { refreshPromptFile, systemPromptText } from "./system-prompt.ts";
+import { refreshPromptFile } from "./system-prompt.ts";
 
 /** A sandbox with a plugin root holding a fresh (install-time) system prompt. */
 async function plugin(dir: string, url: string) {
   const root = `${dir}/.kimi-code/plugins/managed/openviking-memory`;
   await Deno.mkdir(root, { recursive: true });
   const file = `${root}/system-prompt.md`;
-  const initial = systemPromptText({ kind: "unknown" }, { redact: true, profileTokenBudget: 0 });
+  const initial = await Deno.readTextFile(new URL("../system-prompt.md", import.meta.url));
   await Deno.writeTextFile(file, initial, { mode: 0o600 });
   return { file, initial, env: sandboxEnv(dir, url, { KIMI_PLUGIN_ROOT: root }) };
 }

@@ -1,6 +1,7 @@
 /**
  * The rooms' one-way rule (docs/ARCHITECTURE.md, Layout): a production module imports only modules of its own
- * room or of a room below it — lib ← openviking ← kimi ← memory ← {mcp, install} ← cli ← main.ts.
+ * room or of a room below it — lib ← openviking ← kimi ← memory ← {mcp, install} ← cli ← main.ts. The plugin's
+ * texts at the root (`system-prompt.md`, `skills/`, `commands/`) are data imported as text, not a room.
  */
 
 import { assertEquals } from "../support/assert.ts";
@@ -16,7 +17,7 @@ const ORDER: Record<string, number> = {
   "main.ts": 6,
 };
 const ROOT = new URL("../../", import.meta.url);
-const IMPORT = /(?:from|import)\s*\(?\s*["'](\.{1,2}\/[^"']+)["']/g;
+const IMPORT = /(?:from|import)\s*\(?\s*["'](\.{1,2}\/[^"']+\.ts)["']/g;
 
 /** Every production module under `dir` (relative to the root), tests left out. */
 function modules(dir: string): string[] {

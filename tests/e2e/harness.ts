@@ -64,7 +64,7 @@ export function expectedDigest(prompt: string, first: boolean): string {
   return `<openviking-context>\n${lines.join("\n")}\n</openviking-context>`;
 }
 
-/** The first line of the plugin's system prompt (hooks/instructions.ts). */
+/** The first line of the plugin's system prompt (system-prompt.md). */
 export const SYSTEM_PROMPT_TITLE = "# OpenViking memory (openviking-kimi)";
 
 /** Whether a chat message is a UserPromptSubmit hook result. */
@@ -147,7 +147,7 @@ function e2eScript(): Script {
 export const COMMAND_DONE = "The memory tool answered.";
 
 /**
- * The tool call a model makes for one of the plugin's commands (their bodies, hooks/instructions.ts, name the
+ * The tool call a model makes for one of the plugin's commands (their bodies, commands/*.md, name the
  * tool and end with the user's arguments), or undefined when the prompt is not one.
  */
 function commandCall(prompt: string): { name: string; args: Record<string, unknown> } | undefined {

@@ -108,7 +108,7 @@ Deno.test("hook pre-tool-use: no network, deny only viking:// paths; gates — d
   assertEquals(deny.hookSpecificOutput.permissionDecision, "deny");
   assertEquals(
     deny.hookSpecificOutput.permissionDecisionReason,
-    'viking:// URIs are OpenViking virtual paths, not local filesystem paths.\nUse the OpenViking MCP tool mcp__openviking__grep instead.\nExample: mcp__openviking__grep(uri="viking://resources/docs", pattern="<text>")',
+    'viking:// URIs are OpenViking virtual paths, not local filesystem paths.\nUse the OpenViking MCP tool mcp__plugin-openviking-memory_openviking__grep instead.\nExample: mcp__plugin-openviking-memory_openviking__grep(uri="viking://resources/docs", pattern="<text>")',
   );
   assertEquals(
     await s.run("pre-tool-use", { tool_name: "Read", tool_input: { file_path: "/etc/hosts" } }),

@@ -6,7 +6,6 @@
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { FAKE_DIGEST, type FakeTask } from "../support/fake-openviking.ts";
 import { WORKER_ENV } from "../../kimi/detach.ts";
-import { systemPromptText } from "../../memory/system-prompt.ts";
 import { type World, world } from "./world.ts";
 import { dirName } from "../../lib/paths.ts";
 
@@ -124,7 +123,7 @@ Deno.test("plugin mode: the SessionStart and commit workers put the profile into
   await Deno.mkdir(root, { recursive: true });
   w.env.KIMI_PLUGIN_ROOT = root;
   const file = `${root}/system-prompt.md`;
-  const initial = systemPromptText({ kind: "unknown" }, { redact: true, profileTokenBudget: 0 });
+  const initial = await Deno.readTextFile(new URL("../../system-prompt.md", import.meta.url));
   const worker = { [WORKER_ENV]: "1" };
   const refreshed = async () => {
     const t = await Deno.readTextFile(file);

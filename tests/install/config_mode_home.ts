@@ -6,7 +6,6 @@
 
 import { stringify } from "smol-toml";
 import { BLOCK_BEGIN, BLOCK_END, hookEntries } from "../../install/spec.ts";
-import { skillText } from "../../memory/instructions.ts";
 
 /** The version the written block says made it. */
 export const OLDER_VERSION = "0.9.0";
@@ -59,7 +58,7 @@ export async function writeConfigModeHome(
   await Deno.writeTextFile(`${kimi}/config.toml`, config);
   const mcp = withOlderMcpEntry(await Deno.readTextFile(`${kimi}/mcp.json`).catch(() => undefined), program);
   await Deno.writeTextFile(`${kimi}/mcp.json`, mcp);
-  const skill = skillText("config");
+  const skill = await Deno.readTextFile(new URL("../../skills/openviking-memory/SKILL.md", import.meta.url));
   await Deno.writeTextFile(`${kimi}/skills/openviking-memory/SKILL.md`, skill);
   return { config, mcp, skill };
 }

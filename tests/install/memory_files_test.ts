@@ -9,7 +9,7 @@ import { tempDir } from "../support/temp.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { installSandbox, read } from "./helpers.ts";
 import { runInstall, runUninstall } from "../../install/install.ts";
-import { COMMANDS, skillText, SYSTEM_PROMPT_TITLE } from "../../memory/instructions.ts";
+import { PLUGIN_TEXTS, SYSTEM_PROMPT_TITLE } from "../../memory/system-prompt.ts";
 
 const posix = Deno.build.os !== "windows";
 
@@ -31,14 +31,16 @@ Deno.test("plugin mode: the manifest points at the system prompt, the skill and 
   assertTrue(prompt.startsWith(SYSTEM_PROMPT_TITLE), prompt);
   assertStringIncludes(prompt, "`mcp__plugin-openviking-memory_openviking__read`");
   if (posix) assertEquals(await mode(`${t.plugin}/system-prompt.md`), 0o600, "it will hold the profile");
-  assertEquals(await read(`${t.plugin}/skills/openviking-memory/SKILL.md`), skillText("plugin"));
-  for (const c of COMMANDS) {
-    const text = (await read(`${t.plugin}/commands/${c.name}.md`))!;
-    assertMatch(text, new RegExp(`^---\\nname: ${c.name}\\ndescription: .+\\n---\\n`));
-    assertStringIncludes(text, "$ARGUMENTS");
+  const repo = (path: string) => Deno.readTextFile(new URL(`../../${path}`, import.meta.url));
+  for (const [path] of PLUGIN_TEXTS.filter(([p]) => p !== "system-prompt.md")) {
+    assertEquals(await read(`${t.plugin}/${path}`), await repo(path), path);
+  }
+  for (const name of ["remember", "forget", "recall"]) {
+    const text = (await read(`${t.plugin}/commands/${name}.md`))!;
+    assertMatch(text, new RegExp(`^---\\nname: ${name}\\ndescription: .+\\n---\\n[^]*\\$ARGUMENTS\\n$`));
     assertStringIncludes(
       text,
-      `mcp__plugin-openviking-memory_openviking__${c.name === "recall" ? "search" : c.name}`,
+      `mcp__plugin-openviking-memory_openviking__${name === "recall" ? "search" : name}`,
     );
   }
   // OpenViking did not answer (nothing listens on port 9): install says so and the hooks fill it in later.
