@@ -84,3 +84,8 @@ Deno.test("refresh: with recall switched off the system prompt carries no profil
   assertTrue(!text.includes("Name: Test User"));
   assertEquals(fake.requests.length, 0, "nothing asked");
 });
+
+Deno.test("system-prompt.md: the repo's file holds the profile heading the refresh splits at, once", async () => {
+  const text = await Deno.readTextFile(new URL("../system-prompt.md", import.meta.url));
+  assertEquals(text.split("\n\n## The user's profile\n\n").length, 2, "the instructions end at this heading");
+});
