@@ -27,11 +27,16 @@ export const isAbsolutePath = (path: string): boolean =>
 export const joinPath = (...parts: string[]): string =>
   parts.filter((p) => p !== "").join("/").replace(/(?<!^)\/{2,}/g, "/");
 
+const lastSeparator = (path: string) => Math.max(path.lastIndexOf("/"), path.lastIndexOf("\\"));
+
 /** Parent directory of a path ("" for a bare name). */
 export function dirName(path: string): string {
-  const i = Math.max(path.lastIndexOf("/"), path.lastIndexOf("\\"));
+  const i = lastSeparator(path);
   return i <= 0 ? (i === 0 ? "/" : "") : path.slice(0, i);
 }
+
+/** A path's last part, its file name. */
+export const baseName = (path: string): string => path.slice(lastSeparator(path) + 1);
 
 /** Expands a leading `~` against `HOME` (or `USERPROFILE`); {@link NoHomeError} (no place for `what`) without one. */
 export function expandHome(path: string, env: Env, what = path): string {

@@ -2,9 +2,15 @@
 
 import * as z from "zod/mini";
 import { CauseSchema } from "../openviking/advice.ts";
-import { isNotFound, parseJsonOrUndefined, readTextIfExists, removeAged, settled } from "../lib/fs.ts";
-import { writeFileAtomic } from "../lib/fs.ts";
-import { dirName, joinPath, safeId } from "../lib/paths.ts";
+import {
+  isNotFound,
+  parseJsonOrUndefined,
+  readTextIfExists,
+  removeAged,
+  settled,
+  writeFileAtomic,
+} from "../lib/fs.ts";
+import { baseName, dirName, joinPath, safeId } from "../lib/paths.ts";
 import { type LockOptions, type LockResult, withLock } from "../lib/lock.ts";
 import { RecallSchema } from "./recall.ts";
 import { MAX_PRINTS } from "../lib/redact.ts";
@@ -303,8 +309,6 @@ export function committed(s: SessionState, part: Uncommitted): SessionState {
   const owed = s.owed.filter((u) => u !== part);
   return owed.length === s.owed.length ? { ...s, capturedSinceCommit: 0 } : { ...s, owed };
 }
-
-const baseName = (file: string) => file.slice(Math.max(file.lastIndexOf("/"), file.lastIndexOf("\\")) + 1);
 
 /** The pruned list's file in a state directory, and the most names it keeps (a name is some 60 bytes). */
 const [PRUNED_FILE, MAX_PRUNED] = ["pruned.txt", 2048];
