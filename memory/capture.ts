@@ -412,7 +412,7 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
   state = await sendKeptAndCommit(run, state, due, sending, steps.stopped);
   const [at, event, { sent, queued, rejected, cause, commit, taskId }] = [Date.now(), ctx.event, report];
   const lastCapture = { at, event, sent, queued, rejected, cause, commit, taskId };
-  return { ...state, lastCaptureAt: at, lastCaptureEvent: event, lastCapture };
+  return { ...state, lastCaptureAt: at, lastCapture };
 }
 
 /** The state for `journal`: a cursor naming another file goes with its acknowledgements (recovered as if damaged). */

@@ -93,7 +93,6 @@ export const SessionStateSchema = z.object({
     taskId: z.optional(z.string()),
   })),
   lastCaptureAt: tolerant(z.number()),
-  lastCaptureEvent: tolerant(z.string()),
   protocolVersion: tolerant(z.string()),
 });
 export type SessionState = z.infer<typeof SessionStateSchema>;
