@@ -20,13 +20,11 @@ const [PASS_BUDGET_MS, BUSY_RETRY_MS, WATCH_MAX_MS] = [60_000, 1000, 3_600_000];
 /** How long a session waits idle, and the destination (`sessionDestination`) of those a run may commit. */
 type Idle = { ms: number; destination?: string };
 
-/** This run's `Idle`: only sessions whose captures went where this run's writes go are its to commit. */
 const idleOf = async (ctx: HookContext): Promise<Idle> => ({
   ms: ctx.config.idleCommitSeconds * 1000,
   destination: await sessionDestination(ctx.config),
 });
 
-/** A session's state file, what it said, and when its captures are due for a commit. */
 type Waiting = { file: string; dueAt: number; state: SessionState };
 
 /**
@@ -68,7 +66,6 @@ export async function waitingSessions(dir: string, idle: Idle): Promise<Waiting[
   return out;
 }
 
-/** What `commitIfIdle` did: committed (or queued), not due (any more), failed, busy, an unsettled intent. */
 type IdleCommit = "done" | "not-due" | "failed" | "busy" | "unsettled";
 
 /**

@@ -1,6 +1,4 @@
-/**
- * The local ledger: one JSON line per hook run that did something, per Kimi session (`<session>.jsonl`).
- */
+/** The local ledger: one JSON line per hook run that did something, per Kimi session (`<session>.jsonl`). */
 
 import * as z from "zod/mini";
 import type { Config } from "../openviking/config.ts";
@@ -39,7 +37,6 @@ const Delivered = z.array(z.object({ sessionId: z.string(), messages: z.number()
 export const OriginSchema = z.object({ url: z.string(), who: z.string() });
 export type Origin = z.infer<typeof OriginSchema>;
 
-/** What one prompt hook run did. */
 const PromptEntrySchema = z.object({
   kind: z.literal("prompt"),
   ...Run,
@@ -95,7 +92,6 @@ export const REPLAY_FILE = "_replay";
 const LEDGER_LIMITS = { ledgerMaxBytes: 8 * 1024 * 1024, ledgerMaxAgeDays: 30 };
 type LedgerLimits = typeof LEDGER_LIMITS;
 
-/** The server and identity a run's writes go to. */
 type Writer = Pick<Config, "baseUrl" | "account" | "user">;
 
 /** The origin of the writes made with `config`. */
@@ -148,8 +144,7 @@ export async function appendLedger(
   }
 }
 
-/** The parseable entries of `name`'s ledger (its `.1` file, then the file), oldest first; torn, foreign or
- * damaged (past the whole ledger's bound) left out. */
+/** The parseable entries of `name`'s ledger (its `.1` file, then the file), oldest first (ARCHITECTURE 40). */
 export async function readLedger(dir: string, name: string): Promise<LedgerEntry[]> {
   const read = (path: string) => readTextIfExists(path, LEDGER_LIMITS.ledgerMaxBytes).catch(() => "");
   const text = `${await read(rotatedFile(dir, name)) ?? ""}\n${await read(ledgerFile(dir, name)) ?? ""}`;
@@ -191,7 +186,6 @@ export async function pruneLedger(dir: string, limits = LEDGER_LIMITS, now = Dat
   return removed;
 }
 
-/** The handlers' reports (fields left out read as empty). */
 const PromptData = z.object({
   recall: z.catch(z.string(), "skipped"),
   injected: z.catch(z.array(ShownSchema), []),
@@ -200,7 +194,6 @@ const PromptData = z.object({
   failure: Cause,
 });
 
-/** When a run started, and now. */
 type Timing = { startedAt: number; now: number };
 
 /** The replay entry of a replay's report, or undefined when it sent and met nothing (pure). */
