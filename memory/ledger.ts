@@ -153,6 +153,12 @@ export async function readLedger(dir: string, name: string): Promise<LedgerEntry
   );
 }
 
+/** Whether `name` has a ledger in `dir`: its file, or only its `.1` just after a rotation. */
+export async function hasLedger(dir: string, name: string): Promise<boolean> {
+  const there = (path: string) => Deno.stat(path).then(() => true, () => false);
+  return await there(ledgerFile(dir, name)) || await there(rotatedFile(dir, name));
+}
+
 /** The sessions' ledgers in `dir`, newest first: `{name, mtime, size}` (a session's `.1` file counted in). */
 export async function ledgerFiles(dir: string) {
   const by = new Map<string, { name: string; mtime: number; size: number }>();

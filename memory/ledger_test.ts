@@ -6,6 +6,7 @@ import { runHook } from "./dispatch.ts";
 import {
   appendLedger,
   type CaptureEntry,
+  hasLedger,
   ledgerEntryOf,
   ledgerFile,
   ledgerFiles,
@@ -72,10 +73,11 @@ Deno.test("ledger: a damaged file longer than any string is moved aside by the n
   await Deno.writeFile(ledgerFile(dir.path, "s"), new Uint8Array());
   await Deno.truncate(ledgerFile(dir.path, "s"), 600 * 1024 * 1024); // sparse: no disk
   assertTrue(await appendLedger(dir.path, "s", prompt(1), limits));
+  assertTrue(await hasLedger(dir.path, "s"), "only its .1 file now: still a ledger (status --session)");
   assertTrue(await appendLedger(dir.path, "s", prompt(2), limits));
   assertEquals((await readLedger(dir.path, "s")).map((e) => e.at - 1_800_000_000_000), [2]);
   assertEquals(await pruneLedger(dir.path, limits), 1);
-  assertEquals(await ledgerFiles(dir.path), []);
+  assertEquals([await ledgerFiles(dir.path), await hasLedger(dir.path, "s")], [[], false]);
 });
 
 Deno.test("ledger: snippets are one short line", () => {
