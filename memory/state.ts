@@ -165,7 +165,7 @@ export async function machinePrints(dir: string): Promise<ReadonlySet<string>> {
   const listedAt = Date.now();
   const names = await Array.fromAsync(Deno.readDir(dir), (e) => e.name).catch(() => [] as string[]);
   const listed = new Set(names);
-  // Sync: a few µs each, where a promise apiece costs more.
+  // Sync: a promise apiece costs more than the call.
   const lstat = (file: string) => orUndefined(() => Deno.lstatSync(file));
   const newest = names.filter((n) => n.endsWith(".json") && !n.endsWith(".prompt.json")).flatMap((name) => {
     const [file, prompt] = [joinPath(dir, name), `${name.slice(0, -5)}.prompt.json`];
