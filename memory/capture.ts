@@ -110,10 +110,7 @@ export function asksToRemember(messages: readonly { role: string; content: strin
 /** What a commit decision knows: captured `since` the last commit, `sent` now, the server's token count, an ask. */
 export type CommitFacts = { since: number; sent: number; pendingTokens?: number; remember: boolean };
 
-/**
- * Whether a capture commits now (pure; ARCHITECTURE decision 13): never with nothing new; `every-turn` and any event but
- * Stop always; at a Stop `balanced` on an ask to remember or `BALANCED_PENDING_TOKENS`, `session-end` never.
- */
+/** Whether a capture commits now under `policy` (pure; the rule is ARCHITECTURE decision 13's). */
 export function commitDue(policy: CommitPolicy, event: HookEvent, facts: CommitFacts): boolean {
   if (!facts.since) return false;
   if (policy === "every-turn" || event !== "stop") return true;

@@ -68,10 +68,7 @@ export async function waitingSessions(dir: string, idle: Idle): Promise<Waiting[
 
 type IdleCommit = "done" | "not-due" | "failed" | "busy" | "unsettled";
 
-/**
- * Commits the session of state `file` if still due, under its lock (not waited for); an unsettled intent is
- * settled by a capture first (ARCHITECTURE decision 7), one whose journal is gone committed as the server holds it.
- */
+/** Commits `file`'s session if still due, its lock not waited for; an unsettled intent settled first (decision 7). */
 async function commitIfIdle(ctx: HookContext, file: string, idle: Idle, budget: Budget): Promise<IdleCommit> {
   const at = Date.now();
   const { inflight, ovSession, lastCaptureAt, destination } = await readState(file);
@@ -134,10 +131,7 @@ async function sleepWhileThere(dir: string, ms: number): Promise<boolean> {
   return true;
 }
 
-/**
- * The home's idle watch (one per destination, a lock; ARCHITECTURE decision 13): commits each session once idle, one at
- * a time; ends when none waits, after `WATCH_MAX_MS`, at a failed commit, or once its directory goes (a purge).
- */
+/** The home's idle watch of this run's destination (ARCHITECTURE decision 13); ends too once a purge ran. */
 export async function watchIdleSessions(ctx: HookContext): Promise<void> {
   if (!ctx.capturePaths) return;
   const dir = dirName(ctx.capturePaths.file);

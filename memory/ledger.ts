@@ -144,7 +144,7 @@ export async function appendLedger(
   }
 }
 
-/** The parseable entries of `name`'s ledger (its `.1` file, then the file), oldest first (ARCHITECTURE 40). */
+/** `name`'s parseable ledger entries, its `.1` file's first (ARCHITECTURE decision 40). */
 export async function readLedger(dir: string, name: string): Promise<LedgerEntry[]> {
   const read = (path: string) => readTextIfExists(path, LEDGER_LIMITS.ledgerMaxBytes).catch(() => "");
   const text = `${await read(rotatedFile(dir, name)) ?? ""}\n${await read(ledgerFile(dir, name)) ?? ""}`;
