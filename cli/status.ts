@@ -7,8 +7,8 @@ import { isOpen, nextProbeAt, readBreaker } from "../openviking/breaker.ts";
 import { type Config, loadConfig } from "../openviking/config.ts";
 import { askDataAccess, createClient, type OpenVikingClient } from "../openviking/client.ts";
 import {
+  hasLedger,
   type LedgerEntry,
-  ledgerFile,
   ledgerFiles,
   type Origin,
   originOf,
@@ -557,7 +557,7 @@ async function knownSession(env: paths.Env, id: string): Promise<boolean> {
     .map((dir) => paths.orNoHome(() => dir(env)));
   const safe = await paths.safeId(id);
   const file = async (kind: "capture" | "prompt") => (await statePaths(state!, id, kind)).file;
-  return !!ledger && await exists(ledgerFile(ledger, safe)) ||
+  return !!ledger && await hasLedger(ledger, safe) ||
     !!state && (await exists(await file("capture")) || await exists(await file("prompt"))) ||
     !!queue && await queues.hasUnsent(queue, `${SESSION_PREFIX}${safe}`).catch(() => false);
 }

@@ -110,10 +110,7 @@ export function asksToRemember(messages: readonly { role: string; content: strin
 /** What a commit decision knows: captured `since` the last commit, `sent` now, the server's token count, an ask. */
 export type CommitFacts = { since: number; sent: number; pendingTokens?: number; remember: boolean };
 
-/**
- * Whether a capture commits now (pure; ARCHITECTURE decision 13): never with nothing new; `every-turn` and any event but
- * Stop always; at a Stop `balanced` on an ask to remember or `BALANCED_PENDING_TOKENS`, `session-end` never.
- */
+/** Whether a capture commits now under `policy` (pure; the rule is ARCHITECTURE decision 13's). */
 export function commitDue(policy: CommitPolicy, event: HookEvent, facts: CommitFacts): boolean {
   if (!facts.since) return false;
   if (policy === "every-turn" || event !== "stop") return true;
@@ -122,7 +119,6 @@ export function commitDue(policy: CommitPolicy, event: HookEvent, facts: CommitF
   return facts.sent > 0 && (facts.pendingTokens ?? Infinity) >= BALANCED_PENDING_TOKENS;
 }
 
-/** Commits (`commitCaptured`) when the policy says so (`commitDue`), what was sent or queued recorded first. */
 async function commitIfDue(
   { ctx, client, mode, save }: Locked,
   start: SessionState,
@@ -141,7 +137,6 @@ async function commitIfDue(
 
 type Scan = Awaited<ReturnType<typeof scanJournal>>;
 
-/** The journal after `cursor` when it names this file, else from the start. */
 const scanFrom = (path: string, cursor?: Cursor) =>
   scanJournal(path, cursor?.path === path ? cursor : undefined);
 
@@ -174,7 +169,6 @@ export async function waitForTurnEnd(
 /** Turns planned and sent per step, each step recorded before the next. */
 const TURNS_PER_STEP = 200;
 
-/** What a run under the session lock sends and records with, and its report. */
 type Locked = {
   ctx: HookContext;
   mode: CaptureMode;
@@ -183,13 +177,11 @@ type Locked = {
   report: CaptureReport;
 };
 
-/** One capture under the session lock: `captured`, the indexes of the turns it settled; `kept`, the kept prompts. */
 type Run = Locked & { journal: string; scan: Scan; planOptions: PlanOptions } & {
   captured: Set<number>;
   kept: FallbackPrompt[];
 };
 
-/** A capture's report (the log's and ledger's data) before it planned anything; `read`: the journal it read. */
 function emptyReport(read?: { journal: string; s: Scan; waited: boolean }) {
   const { journal, s, waited } = read ?? {};
   return {
@@ -207,7 +199,6 @@ type CaptureReport = ReturnType<typeof emptyReport> & {
   backlog?: ReplayReport;
 };
 
-/** The plan's options with the state's prints: what kept prompts and the journal's are compared under. */
 const keptOptions = (run: Run, state: SessionState) => ({
   ...run.planOptions,
   prints: new Set(state.secretPrints),
@@ -296,7 +287,6 @@ async function recoverState(run: Run, state: SessionState): Promise<SessionState
   return { ...(await stateAfter(run, state, plan, held, 0)), recover: undefined };
 }
 
-/** The session's queue for this run's destination (undefined when it cannot be opened). */
 const openQueue = async (run: Run) =>
   await SessionQueue.open(run.ctx.pendingDir, run.ctx.ovSessionId, await destinationFor(run.client.options))
     .catch(() => undefined);
@@ -316,7 +306,6 @@ async function replayBacklog(run: Run): Promise<Sending> {
   return { queueOnly: queue ? queue.waiting : await hasUnsent(ctx.pendingDir, ctx.ovSessionId), queue };
 }
 
-/** Adds one send to the report; the first failure names the cause. */
 function noteSent(report: CaptureReport, sent: SendReport): void {
   report.sent += sent.sent;
   report.queued += sent.queued;
@@ -387,7 +376,6 @@ async function sendSteps(run: Run, start: SessionState, sending: Sending): Promi
   }
 }
 
-/** The capture under the lock: recover, settle, replay the backlog, send in steps, commit. */
 async function captureLocked(run: Run, start: SessionState): Promise<SessionState> {
   const { ctx, report } = run;
   const recovered = start.recover ? await recoverState(run, start) : start;
@@ -412,7 +400,7 @@ async function captureLocked(run: Run, start: SessionState): Promise<SessionStat
   state = await sendKeptAndCommit(run, state, due, sending, steps.stopped);
   const [at, event, { sent, queued, rejected, cause, commit, taskId }] = [Date.now(), ctx.event, report];
   const lastCapture = { at, event, sent, queued, rejected, cause, commit, taskId };
-  return { ...state, lastCaptureAt: at, lastCaptureEvent: event, lastCapture };
+  return { ...state, lastCaptureAt: at, lastCapture };
 }
 
 /** The state for `journal`: a cursor naming another file goes with its acknowledgements (recovered as if damaged). */
@@ -547,10 +535,7 @@ async function captureFromPrompts(
   return { outcome: "no-journal", data: { reason, ...res.value } };
 }
 
-/**
- * A session start's delivery of the prompts other sessions left unsettled the idle commit time (ARCHITECTURE
- * decision 12), of sessions whose captures went where this run's go; a busy one is left. The messages sent.
- */
+/** A session start's send of the prompts other sessions of its destination left (ARCHITECTURE 12); how many. */
 export async function sendLeftPrompts(ctx: HookContext, budget: Budget): Promise<number> {
   if (!ctx.promptPaths || !ctx.config.autoCapture) return 0;
   const dir = dirName(ctx.promptPaths.file);

@@ -79,10 +79,8 @@ const silence = new Map<string, { at: number; why: Promise<OvFailure | undefined
 const SILENCE_KEPT_MS = 30_000;
 
 /**
- * The client of a capture or a session start's worker: while the recall breaker holds the server
- * silent and `/health` goes unanswered too (asked at most every 30 s), one whose every request fails at once,
- * sending nothing: the writes queue (none `unsure`) instead of waiting a request's timeout each. A server that
- * answers `/health` (only its search stuck) is written to.
+ * The client of a write: while the breaker holds the server silent and `/health` goes unanswered too, one that
+ * sends nothing, so writes queue (none `unsure`) without waiting a timeout each (ARCHITECTURE's data flow).
  */
 export async function clientUnlessSilent(ctx: HookContext, budget: Budget): Promise<OpenVikingClient> {
   const client = clientFor(ctx);

@@ -76,7 +76,6 @@ async function stateProblem(ctx: HookContext): Promise<string | undefined> {
   return "state-unwritable";
 }
 
-/** A path with `/` separators and no trailing one, to compare. */
 const slashed = (path: string) => path.replaceAll("\\", "/").replace(/(.)\/+$/, "$1");
 
 /**
@@ -99,12 +98,7 @@ export async function homeListed(env: Env, home: string): Promise<boolean | unde
   return false;
 }
 
-/**
- * Whether this run is of a program install placed (its copy, or the binary in our directory or in the
- * plugin's) for a Kimi home the record of homes installed into no longer lists: a Kimi still running after
- * an uninstall or a purge, whose hooks then do nothing. One read of the record; no home, or a record
- * unreadable otherwise than missing, is no such run.
- */
+/** Whether this run is an installed program's for a Kimi home `kimi-homes` no longer lists (an unreadable record: no). */
 async function homeUninstalled(env: Env): Promise<boolean> {
   const program = copyDir() ?? (isCompiled() ? Deno.execPath() : undefined);
   const [integration, home] = [orNoHome(() => integrationDir(env)), orNoHome(() => kimiHome(env))];
@@ -113,7 +107,6 @@ async function homeUninstalled(env: Env): Promise<boolean> {
   return await homeListed(env, home) === false;
 }
 
-/** What a hook run prints, and how it records itself afterwards. */
 type HookRun = { stdout: string; record: () => Promise<void>; after?: () => Promise<void> };
 
 /** Runs one hook event on `raw` stdin; the ledger is written by the returned `record`. Never throws. */

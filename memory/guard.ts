@@ -22,7 +22,6 @@ function decoded(text: string): string {
   return s.normalize("NFKC").replace(/\\/g, "/");
 }
 
-/** The viking URI `text` names, as `viking://…`, or "". */
 function vikingUriIn(text: string): string {
   const hit = VIKING_URI.exec(decoded(text));
   return hit ? `viking://${hit[1]}` : "";

@@ -20,13 +20,11 @@ const [PASS_BUDGET_MS, BUSY_RETRY_MS, WATCH_MAX_MS] = [60_000, 1000, 3_600_000];
 /** How long a session waits idle, and the destination (`sessionDestination`) of those a run may commit. */
 type Idle = { ms: number; destination?: string };
 
-/** This run's `Idle`: only sessions whose captures went where this run's writes go are its to commit. */
 const idleOf = async (ctx: HookContext): Promise<Idle> => ({
   ms: ctx.config.idleCommitSeconds * 1000,
   destination: await sessionDestination(ctx.config),
 });
 
-/** A session's state file, what it said, and when its captures are due for a commit. */
 type Waiting = { file: string; dueAt: number; state: SessionState };
 
 /**
@@ -68,13 +66,9 @@ export async function waitingSessions(dir: string, idle: Idle): Promise<Waiting[
   return out;
 }
 
-/** What `commitIfIdle` did: committed (or queued), not due (any more), failed, busy, an unsettled intent. */
 type IdleCommit = "done" | "not-due" | "failed" | "busy" | "unsettled";
 
-/**
- * Commits the session of state `file` if still due, under its lock (not waited for); an unsettled intent is
- * settled by a capture first (ARCHITECTURE decision 7), one whose journal is gone committed as the server holds it.
- */
+/** Commits `file`'s session if still due, its lock not waited for; an unsettled intent settled first (decision 7). */
 async function commitIfIdle(ctx: HookContext, file: string, idle: Idle, budget: Budget): Promise<IdleCommit> {
   const at = Date.now();
   const { inflight, ovSession, lastCaptureAt, destination } = await readState(file);
@@ -137,10 +131,7 @@ async function sleepWhileThere(dir: string, ms: number): Promise<boolean> {
   return true;
 }
 
-/**
- * The home's idle watch (one per destination, a lock; ARCHITECTURE decision 13): commits each session once idle, one at
- * a time; ends when none waits, after `WATCH_MAX_MS`, at a failed commit, or once its directory goes (a purge).
- */
+/** The home's idle watch of this run's destination (ARCHITECTURE decision 13); ends too once a purge ran. */
 export async function watchIdleSessions(ctx: HookContext): Promise<void> {
   if (!ctx.capturePaths) return;
   const dir = dirName(ctx.capturePaths.file);

@@ -150,10 +150,8 @@ async function listing(
   return out;
 }
 
-/** Whether `uri` is named as a file the server seeds. */
 const seeded = (uri: string) => uri.slice(uri.lastIndexOf("/") + 1) in SEEDED;
 
-/** `ask` of every item, eight at a time, in order. */
 async function inEights<T, R>(items: readonly T[], ask: (item: T) => Promise<R>): Promise<R[]> {
   const out: R[] = [];
   for (let i = 0; i < items.length; i += 8) out.push(...await Promise.all(items.slice(i, i + 8).map(ask)));

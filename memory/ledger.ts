@@ -1,6 +1,4 @@
-/**
- * The local ledger: one JSON line per hook run that did something, per Kimi session (`<session>.jsonl`).
- */
+/** The local ledger: one JSON line per hook run that did something, per Kimi session (`<session>.jsonl`). */
 
 import * as z from "zod/mini";
 import type { Config } from "../openviking/config.ts";
@@ -14,7 +12,6 @@ import {
   parseJsonOrUndefined,
   readTextIfExists,
   removeAged,
-  writeFileAtomicSync,
 } from "../lib/fs.ts";
 import { stillAtPath } from "../lib/lock.ts";
 import { cutText } from "../lib/neutralize.ts";
@@ -40,7 +37,6 @@ const Delivered = z.array(z.object({ sessionId: z.string(), messages: z.number()
 export const OriginSchema = z.object({ url: z.string(), who: z.string() });
 export type Origin = z.infer<typeof OriginSchema>;
 
-/** What one prompt hook run did. */
 const PromptEntrySchema = z.object({
   kind: z.literal("prompt"),
   ...Run,
@@ -96,7 +92,6 @@ export const REPLAY_FILE = "_replay";
 const LEDGER_LIMITS = { ledgerMaxBytes: 8 * 1024 * 1024, ledgerMaxAgeDays: 30 };
 type LedgerLimits = typeof LEDGER_LIMITS;
 
-/** The server and identity a run's writes go to. */
 type Writer = Pick<Config, "baseUrl" | "account" | "user">;
 
 /** The origin of the writes made with `config`. */
@@ -120,7 +115,10 @@ export const ledgerFile = (dir: string, name: string): string => joinPath(dir, `
 export const snippet = (text: string): string =>
   cutText(text.replace(/\s+/g, " ").trim(), SNIPPET_CHARS, "…", "any");
 
-/** Appends `entry` to `name`'s ledger, cut to its newest half past its budget; false when it could not write. */
+/** The file a session's ledger is renamed to past its budget (the older one replaced). */
+const rotatedFile = (dir: string, name: string): string => joinPath(dir, `${name}.1.jsonl`);
+
+/** Appends `entry` to `name`'s ledger, renamed to its `.1` file past its budget; false when it could not write. */
 export async function appendLedger(
   dir: string,
   name: string,
@@ -130,66 +128,50 @@ export async function appendLedger(
   const [path, line] = [ledgerFile(dir, name), new TextEncoder().encode(`${JSON.stringify(entry)}\n`)];
   try {
     await ensurePrivateDir(dir);
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const file = openAppendSync(path);
-      if (!file) continue;
-      let size: number;
-      try {
-        file.lockSync(false); // shared with writers, exclusive to a compaction
-        if (!stillAtPath(file, path)) continue;
-        file.writeSync(line); // one write: an O_APPEND line never mixes with another writer's
-        size = file.statSync().size;
-      } finally {
-        file.close();
+    const file = openAppendSync(path) ?? openAppendSync(path);
+    if (!file) return false;
+    try {
+      file.writeSync(line); // one O_APPEND write: a line never mixes with another writer's
+      if (file.statSync().size > sessionBudget(limits) && stillAtPath(file, path)) {
+        Deno.renameSync(path, rotatedFile(dir, name));
       }
-      if (size > sessionBudget(limits)) compact(path, Math.floor(sessionBudget(limits) / 2));
-      return true;
+    } finally {
+      file.close();
     }
-    return false;
+    return true;
   } catch {
     return false;
   }
 }
 
-/**
- * Keeps the newest whole lines of `path` within `keepBytes`, under the file's exclusive lock; only that tail
- * (and the byte before it) is read, however large the file (a damaged one may exceed any string).
- */
-function compact(path: string, keepBytes: number): void {
-  const file = Deno.openSync(path, { read: true });
-  try {
-    file.lockSync(true);
-    if (!stillAtPath(file, path)) return;
-    const size = file.statSync().size;
-    if (size <= keepBytes * 2) return;
-    const tail = new Uint8Array(keepBytes + 1);
-    file.seekSync(size - tail.length, Deno.SeekMode.Start);
-    let got = 0;
-    for (let n: number | null = 0; n !== null && got < tail.length; got += n ?? 0) {
-      n = file.readSync(tail.subarray(got));
-    }
-    const start = tail.subarray(0, got).indexOf(10) + 1; // after the first line end; none: no whole line fits
-    writeFileAtomicSync(path, start ? tail.subarray(start, got) : "", { privateDir: false });
-  } finally {
-    file.close();
-  }
+/** `name`'s parseable ledger entries, its `.1` file's first (ARCHITECTURE decision 40). */
+export async function readLedger(dir: string, name: string): Promise<LedgerEntry[]> {
+  const read = (path: string) => readTextIfExists(path, LEDGER_LIMITS.ledgerMaxBytes).catch(() => "");
+  const text = `${await read(rotatedFile(dir, name)) ?? ""}\n${await read(ledgerFile(dir, name)) ?? ""}`;
+  return text.split("\n").flatMap((line) =>
+    LedgerEntrySchema.safeParse(parseJsonOrUndefined(line)).data ?? []
+  );
 }
 
-/** The parseable entries of `name`'s ledger, oldest first (torn or foreign lines left out). */
-export const readLedger = async (dir: string, name: string): Promise<LedgerEntry[]> =>
-  (await readTextIfExists(ledgerFile(dir, name)) ?? "").split("\n")
-    .flatMap((line) => LedgerEntrySchema.safeParse(parseJsonOrUndefined(line)).data ?? []);
+/** Whether `name` has a ledger in `dir`: its file, or only its `.1` just after a rotation. */
+export async function hasLedger(dir: string, name: string): Promise<boolean> {
+  const there = (path: string) => Deno.stat(path).then(() => true, () => false);
+  return await there(ledgerFile(dir, name)) || await there(rotatedFile(dir, name));
+}
 
-/** The ledger files in `dir`, newest first: `{name, mtime, size}`. */
+/** The sessions' ledgers in `dir`, newest first: `{name, mtime, size}` (a session's `.1` file counted in). */
 export async function ledgerFiles(dir: string) {
-  const files = (await listDir(dir)).filter((e) => e.isFile && e.name.endsWith(".jsonl"));
-  const out = await Promise.all(files.map(async (e) =>
-    await Deno.stat(joinPath(dir, e.name)).then(
-      (info) => [{ name: e.name.slice(0, -6), mtime: info.mtime?.getTime() ?? 0, size: info.size }],
-      () => [],
-    )
-  ));
-  return out.flat().sort((a, b) => b.mtime - a.mtime);
+  const by = new Map<string, { name: string; mtime: number; size: number }>();
+  for (const e of await listDir(dir)) {
+    const info = e.isFile && e.name.endsWith(".jsonl")
+      ? await Deno.stat(joinPath(dir, e.name)).catch(() => undefined)
+      : undefined;
+    if (!info) continue;
+    const name = e.name.slice(0, -".jsonl".length).replace(/\.1$/, "");
+    const { mtime, size } = by.get(name) ?? { mtime: 0, size: 0 };
+    by.set(name, { name, mtime: Math.max(mtime, info.mtime?.getTime() ?? 0), size: size + info.size });
+  }
+  return [...by.values()].sort((a, b) => b.mtime - a.mtime);
 }
 
 /** Drops ledger files untouched for `ledgerMaxAgeDays`, then the oldest past `ledgerMaxBytes`; how many. */
@@ -202,12 +184,14 @@ export async function pruneLedger(dir: string, limits = LEDGER_LIMITS, now = Dat
   let total = 0;
   for (const f of await ledgerFiles(dir)) {
     if (total + f.size <= limits.ledgerMaxBytes) total += f.size;
-    else await Deno.remove(ledgerFile(dir, f.name)).then(() => removed++, () => {});
+    else {
+      await Deno.remove(rotatedFile(dir, f.name)).catch(() => {});
+      await Deno.remove(ledgerFile(dir, f.name)).then(() => removed++, () => {});
+    }
   }
   return removed;
 }
 
-/** The handlers' reports (fields left out read as empty). */
 const PromptData = z.object({
   recall: z.catch(z.string(), "skipped"),
   injected: z.catch(z.array(ShownSchema), []),
@@ -216,7 +200,6 @@ const PromptData = z.object({
   failure: Cause,
 });
 
-/** When a run started, and now. */
 type Timing = { startedAt: number; now: number };
 
 /** The replay entry of a replay's report, or undefined when it sent and met nothing (pure). */

@@ -6,6 +6,7 @@ import { runHook } from "./dispatch.ts";
 import {
   appendLedger,
   type CaptureEntry,
+  hasLedger,
   ledgerEntryOf,
   ledgerFile,
   ledgerFiles,
@@ -31,17 +32,17 @@ const capture = (i: number): CaptureEntry => ({
   ...{ rejected: 0, commit: "committed", taskId: `task-${i}` },
 });
 
-Deno.test("ledger: 10,000 hook runs in one session stay within the session's budget; the newest entries are kept", async () => {
+Deno.test("ledger: 10,000 hook runs in one session stay within twice the session's budget; the newest entries are kept", async () => {
   await using dir = await tempDir();
   for (let i = 0; i < 10_000; i++) {
     assertTrue(await appendLedger(dir.path, "session_a", i % 2 ? capture(i) : prompt(i), limits));
   }
-  const size = (await Deno.stat(ledgerFile(dir.path, "session_a"))).size;
-  assertTrue(size <= sessionBudget(limits), `${size} bytes > ${sessionBudget(limits)}`);
+  const [{ size }] = await ledgerFiles(dir.path);
+  assertTrue(size <= 2 * sessionBudget(limits), `${size} bytes > 2 × ${sessionBudget(limits)}`);
   const entries = await readLedger(dir.path, "session_a");
-  assertEquals(entries.at(-1)?.at, 1_800_000_000_000 + 9_999, "the newest entry is there");
-  assertTrue(entries.length > 100, `${entries.length} entries kept`);
-  assertEquals((await Deno.stat(ledgerFile(dir.path, "session_a"))).mode! & 0o777, 0o600);
+  assertEquals(entries.map((e) => e.at - 1_800_000_000_000).slice(-3), [9_997, 9_998, 9_999]);
+  assertTrue(entries.length * 300 > sessionBudget(limits), `${entries.length} entries kept`);
+  assertEquals((await Deno.stat(`${dir.path}/session_a.1.jsonl`)).mode! & 0o777, 0o600);
   assertEquals((await Deno.stat(dir.path)).mode! & 0o777, 0o700);
 });
 
@@ -67,12 +68,16 @@ Deno.test("ledger: a torn or foreign line is skipped, not fatal", async () => {
   assertEquals((await readLedger(dir.path, "s")).map((e) => e.kind), ["prompt", "capture"]);
 });
 
-Deno.test("ledger: a damaged file longer than any string is cut back to its bound by the next line", async () => {
+Deno.test("ledger: a damaged file longer than any string is moved aside by the next line, skipped, then swept", async () => {
   await using dir = await tempDir();
   await Deno.writeFile(ledgerFile(dir.path, "s"), new Uint8Array());
   await Deno.truncate(ledgerFile(dir.path, "s"), 600 * 1024 * 1024); // sparse: no disk
   assertTrue(await appendLedger(dir.path, "s", prompt(1), limits));
-  assertTrue((await Deno.stat(ledgerFile(dir.path, "s"))).size <= sessionBudget(limits));
+  assertTrue(await hasLedger(dir.path, "s"), "only its .1 file now: still a ledger (status --session)");
+  assertTrue(await appendLedger(dir.path, "s", prompt(2), limits));
+  assertEquals((await readLedger(dir.path, "s")).map((e) => e.at - 1_800_000_000_000), [2]);
+  assertEquals(await pruneLedger(dir.path, limits), 1);
+  assertEquals([await ledgerFiles(dir.path), await hasLedger(dir.path, "s")], [[], false]);
 });
 
 Deno.test("ledger: snippets are one short line", () => {

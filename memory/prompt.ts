@@ -93,7 +93,6 @@ export function carried(
 /** The keys marking `prompts` as delivered from the journal. */
 export const journalKeys = (prompts: readonly FallbackPrompt[]) => prompts.map(journalKey);
 
-/** How a prompt is prepared: capture's options, and the prints of the secrets the session's captures found. */
 type PrepareOptions = { maxLength: number; redact: boolean; prints?: ReadonlySet<string> };
 
 /** A prompt's text as kept (capture's preparation, bounded to the kept characters). */

@@ -108,10 +108,7 @@ export interface Injection {
   failure?: OvFailure;
 }
 
-/**
- * The digest: one block, a line per memory, redacted as shown (`injected` keeps each URI itself, the key of
- * what the session has, and the characters its line took).
- */
+/** The digest block, redacted; `injected` keeps each URI (the session's key) and the characters its line took. */
 function digestOutput(c: Config, found: Memory[]): Pick<Injection, "stdout" | "injected"> {
   const reserved = DIGEST_OPEN.length + DIGEST_CLOSE.length + 2;
   const limits = { memories: c.recallDigestLimit, chars: c.recallDigestChars };

@@ -20,7 +20,6 @@ const SETTINGS: Config = {
 
 const SEARCH = "POST /api/v1/search/search";
 
-/** A request for `query` with a fresh budget. */
 const request = (query: string) => ({
   query,
   budget: new Budget(5000),
@@ -121,7 +120,6 @@ const entry = (n: number, text = `memory ${n}`) => ({
 
 const config = async (env: Record<string, string> = {}) =>
   (await loadConfig({ HOME: "/nonexistent-home", ...env })).config;
-/** The digest block of `lines`. */
 const block = (...lines: string[]) => `<openviking-context>\n${lines.join("\n")}\n</openviking-context>\n`;
 
 const injection = (over: Partial<InjectionRequest> = {}): InjectionRequest => ({

@@ -18,8 +18,7 @@ import { removeAbandonedTemps, writeFileAtomic } from "../lib/fs.ts";
 const REPEAT_WINDOW_MS = 2000;
 const [SWEEP_EVERY_MS, SWEEP_STAMP] = [86_400_000, "kimicode-housekeeping.json"];
 
-/** Once a day, the home's sweep, each kind of file by its own rule (what it owes kept): temp files of killed
- * writes, states and strays, the ledger's bounds; what went, or undefined (not due). */
+/** Once a day, the home's sweep (ARCHITECTURE decision 15): what went, or undefined (not due). */
 async function houseKeeping(ctx: HookContext, now = Date.now()) {
   const stamp = ctx.sharedStateDir ? joinPath(ctx.sharedStateDir, SWEEP_STAMP) : "";
   const last = stamp ? (await Deno.stat(stamp).catch(() => undefined))?.mtime?.getTime() : undefined;
@@ -33,7 +32,6 @@ async function houseKeeping(ctx: HookContext, now = Date.now()) {
   return { staleTempsRemoved: temps, ...(pruned ? { statesPruned: pruned } : {}) };
 }
 
-/** Probes, replays the pending queues and asks about extraction in one budget, then refreshes the plugin's system prompt. */
 async function replayQueues(ctx: HookContext): Promise<HookResult> {
   const budget = new Budget(ctx.config.replayBudgetMs);
   await probeIfDue(clientFor(ctx), ctx.sharedStateDir, Date.now(), budget);

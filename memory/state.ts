@@ -93,7 +93,6 @@ export const SessionStateSchema = z.object({
     taskId: z.optional(z.string()),
   })),
   lastCaptureAt: tolerant(z.number()),
-  lastCaptureEvent: tolerant(z.string()),
   protocolVersion: tolerant(z.string()),
 });
 export type SessionState = z.infer<typeof SessionStateSchema>;
@@ -126,7 +125,6 @@ export async function readState(file: string): Promise<SessionState> {
   return parsed.success ? bounded(parsed.data) : emptyState();
 }
 
-/** `state` with only the newest {@link MAX_PRINTS} prints (a capture keeps no more; a damaged file may hold more). */
 const bounded = (state: SessionState): SessionState =>
   state.secretPrints.length > MAX_PRINTS
     ? { ...state, secretPrints: state.secretPrints.slice(-MAX_PRINTS) }
@@ -145,7 +143,6 @@ const printed = {
   union: new Set<string>() as ReadonlySet<string>,
 };
 
-/** `read()`, or undefined when it throws. */
 function orUndefined<T>(read: () => T): T | undefined {
   try {
     return read();
@@ -168,7 +165,7 @@ export async function machinePrints(dir: string): Promise<ReadonlySet<string>> {
   const listedAt = Date.now();
   const names = await Array.fromAsync(Deno.readDir(dir), (e) => e.name).catch(() => [] as string[]);
   const listed = new Set(names);
-  // Sync: a few µs each, where a promise apiece costs more.
+  // Sync: a promise apiece costs more than the call.
   const lstat = (file: string) => orUndefined(() => Deno.lstatSync(file));
   const newest = names.filter((n) => n.endsWith(".json") && !n.endsWith(".prompt.json")).flatMap((name) => {
     const [file, prompt] = [joinPath(dir, name), `${name.slice(0, -5)}.prompt.json`];
@@ -313,7 +310,6 @@ export function committed(s: SessionState, part: Uncommitted): SessionState {
 /** The pruned list's file in a state directory, and the most names it keeps (a name is some 60 bytes). */
 const [PRUNED_FILE, MAX_PRUNED] = ["pruned.txt", 2048];
 
-/** The names listed in state directory `dir`'s pruned list, the newest last; none when missing or unreadable. */
 async function prunedNames(dir: string): Promise<string[]> {
   const text = await readTextIfExists(joinPath(dir, PRUNED_FILE), MAX_PRUNED * 256).catch(() => undefined);
   return (text ?? "").split("\n").filter((l) => l !== "");
@@ -324,7 +320,6 @@ async function wasPruned(file: string): Promise<boolean> {
   return (await prunedNames(dirName(file))).includes(baseName(file));
 }
 
-/** Adds `names` to `dir`'s pruned list (the newest {@link MAX_PRUNED} kept), written atomically. */
 async function recordPruned(dir: string, names: readonly string[]): Promise<void> {
   if (!names.length) return;
   const kept = [...(await prunedNames(dir)).filter((n) => !names.includes(n)), ...names].slice(-MAX_PRUNED);
@@ -334,10 +329,8 @@ async function recordPruned(dir: string, names: readonly string[]): Promise<void
 /** A session's states untouched this long (its capture's and its prompt's) are pruned when they owe nothing. */
 export const STATE_RETENTION_MS = 30 * 86_400_000;
 
-/** A session's files in a state directory, and when it was last touched (the newer of its two states). */
 type Session = { name: string; files: string[]; mtime: number };
 
-/** The sessions of state directory `dir` by name (`X.json`, `X.prompt.json`), the newest first. */
 function sessionsIn(dir: string, names: readonly string[]): Session[] {
   const by = new Map<string, Session>();
   for (const n of names) {
@@ -357,9 +350,8 @@ const removeStray = (p: string) =>
 const STRAYS = { name: /\.lock$|\.damaged-\d+$/, ageMs: () => STATE_RETENTION_MS, remove: removeStray };
 
 /**
- * Removes the states of sessions in `dir` untouched for {@link STATE_RETENTION_MS} that owe nothing (no capture
- * uncommitted, no intent unsettled, no kept prompt unsent), never the {@link PRINT_STATES} newest nor one whose lock is held; each name
- * goes on the pruned list first, so a session resumed later asks the server what it holds; and the strays of killed runs. How many sessions went.
+ * Removes the states of sessions untouched {@link STATE_RETENTION_MS} that owe nothing (never the {@link PRINT_STATES}
+ * newest nor a locked one), listed as pruned first, and the strays of killed runs; how many sessions went.
  */
 export async function pruneStates(dir: string, now = Date.now()): Promise<number> {
   const names = await Array.fromAsync(Deno.readDir(dir), (e) => e.name).catch(() => [] as string[]);

@@ -45,7 +45,6 @@ export const PLUGIN_TEXTS: readonly (readonly [string, string])[] = [
 /** How often a commit may refresh the file, and how long a refresh may wait. */
 const [REFRESH_INTERVAL_MS, REFRESH_BUDGET_MS] = [10 * 60_000, 5000];
 
-/** What the system prompt says of the profile: its block, or why there is none. */
 type ProfileSection = { kind: "profile"; parts: ProfileParts } | { kind: "none" | "off" };
 
 const SECTION_TEXT = {

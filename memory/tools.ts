@@ -13,7 +13,6 @@ const [str, int, num] = [prop("string"), prop("integer"), prop("number")];
 const bool = (description: string, dflt = false) => ({ type: "boolean", description, default: dflt });
 const strList = (description: string) => ({ type: "array", items: { type: "string" }, description });
 
-/** A tool definition: its name, what it does, its parameters and the required ones. */
 const tool = (name: string, description: string, properties: Record<string, unknown>, required: string[]) =>
   ({ name, description, inputSchema: { type: "object", properties, required } }) satisfies ToolDefinition;
 

@@ -262,7 +262,7 @@ export class Rig {
   capturedBy(sessionId: string, event: string, timeoutMs = 30_000): Promise<Record<string, unknown>> {
     const state = async () => {
       const s = await this.captureState(sessionId);
-      return s.lastCaptureEvent === event ? s : undefined;
+      return (s.lastCapture as { event?: string } | undefined)?.event === event ? s : undefined;
     };
     return waitUntil(
       state,

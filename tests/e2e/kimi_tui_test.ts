@@ -121,10 +121,10 @@ for (const version of KIMI_VERSIONS) {
         assertStringIncludes(partial, "slow token 10");
         const captured = async () => {
           const s = await rig.captureState(sessionId);
-          return s.lastCaptureEvent !== undefined && s;
+          return s.lastCapture !== undefined && s;
         };
         const state = await waitUntil(captured, 30_000, "the interrupt capture's state");
-        assertEquals(state.lastCaptureEvent, "interrupt");
+        assertEquals((state.lastCapture as { event?: string }).event, "interrupt");
         const run = (await rig.hookRuns()).find((r) => r.event === "interrupt");
         console.log(`  interrupt hook: ${run?.outcome} in ${run?.durationMs} ms, commit ${run?.commit}`);
         // `jfb:` keys mark the kept prompt this journal turn settled (memory/prompt.ts), not a message.

@@ -28,7 +28,6 @@ const answer = (i: number) => `answer ${i}: run the tests first`;
 const queueEntries = (pending: string) =>
   pathsUnder(`${pending}/${QUEUE_SUBDIR}`, (_, e) => e.isFile && QUEUE_FILE.test(e.name)).length;
 
-/** Every `*.tmp` file under `dir`. */
 const tempFiles = (dir: string) => pathsUnder(dir, (p) => p.endsWith(".tmp"));
 
 /** Which stored message of a `turns`-turn backlog is not where it belongs (-1: each in its place, once). */

@@ -33,7 +33,6 @@ async function prompt(env: Record<string, string>, session: string, text: string
   return r.stdout;
 }
 
-/** The prompt entries of `session`'s ledger. */
 const prompts = async (home: string, session: string) =>
   (await readLedger(`${home}/.openviking/ledger/kimicode`, session)).filter((e) => e.kind === "prompt");
 

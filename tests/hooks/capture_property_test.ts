@@ -53,7 +53,6 @@ const faultArb: fc.Arbitrary<Fault | null> = fc.oneof(
   ),
 );
 
-/** A message as the server stores it. */
 type Stored = { turn_id: string; role: "user" | "assistant"; content: string };
 
 /** The text capture sends for `text` (well-formed, redacted, trimmed), or undefined when the filters skip it. */

@@ -69,7 +69,7 @@ for (const condition of CONDITIONS) {
       await s.hook(event, extra);
       const st = await s.state();
       const keys = [0, 1, 2].flatMap((t) => [`${t}:user`, `${t}:assistant`]);
-      assertEquals([st.lastCaptureEvent, st.capturedKeys, st.ackedBelow], [event, keys, 3]);
+      assertEquals([st.lastCapture?.event, st.capturedKeys, st.ackedBelow], [event, keys, 3]);
       if (answers(condition)) {
         const messages = s.fake.messages(OV_SESSION);
         const stored = messages.map(({ turn_id, role, content }) => ({ turn_id, role, content }));

@@ -27,7 +27,6 @@ function task(sid: string, n: number, status: "failed" | "completed", ageS: numb
 /** SessionStart of `session` (its worker runs in the hook, in-process: over when it returns); its stdout. */
 const start = (w: World, session: string, more = {}) =>
   w.runAs(session, "session-start", { source: "startup" }, more);
-/** The prompt hook of `session` for `text`; its stdout. */
 const prompt = (w: World, session: string, text: string, more = {}) =>
   w.runAs(session, "user-prompt-submit", { prompt: text }, more);
 

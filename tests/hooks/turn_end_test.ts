@@ -110,8 +110,8 @@ for (const variant of ["2.1.0", "0.41.0", "0.41.0-legacy"]) {
     });
     const stored = () => w.fake.messages(w.ov).map((m) => [m.turn_id, m.role, m.content]);
     const prompt = [["0", "user", "this will FAIL at the provider"]];
-    assertEquals([(await w.state()).lastCaptureEvent, stored(), w.commits()], ["stop-failure", prompt, 1]);
+    assertEquals([(await w.state()).lastCapture?.event, stored(), w.commits()], ["stop-failure", prompt, 1]);
     await w.hook("session-end"); // legacy print mode fires it right after: nothing is sent twice
-    assertEquals([(await w.state()).lastCaptureEvent, stored(), w.commits()], ["session-end", prompt, 1]);
+    assertEquals([(await w.state()).lastCapture?.event, stored(), w.commits()], ["session-end", prompt, 1]);
   });
 }

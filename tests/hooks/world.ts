@@ -19,7 +19,6 @@ export function stdinOf(event: string, session = SESSION, extra: Record<string, 
   return JSON.stringify({ hook_event_name: name, session_id: session, cwd: CWD, ...extra });
 }
 
-/** A check of `doctor --json`'s report. */
 type Check = { id: string; status: string; summary: string; detail?: string[]; fix?: string };
 
 /** `doctor --json` in-process in `env`: its exit code and its checks by id. */
