@@ -326,13 +326,13 @@ const LOOKALIKES: Readonly<Record<string, string>> = Object.fromEntries(
 const ESCAPED_WORD_CHAR = /^[\w.:=+/@~-]$/;
 /**
  * What can hide a token: an escape sequence (also `\u001b[…` in JSON); a JSON escape (`\u`, a pair for a surrogate
- * pair, or `\n \r \t \" \\`; more backslashes when escaped again); marks and invisible characters (dropped after
- * ASCII); a character whose compatibility form folds to ASCII (Latin, Greek, Common, U+FB29), a {@link LOOKALIKES}
- * letter; {@link MASK}.
+ * pair, or `\n \r \t \" \\`; more backslashes when escaped again, a run read from its start only: linear);
+ * marks and invisible characters (dropped after ASCII); a character whose compatibility form folds to ASCII
+ * (Latin, Greek, Common, U+FB29), a {@link LOOKALIKES} letter; {@link MASK}.
  */
 const DISGUISE = new RegExp(
   String
-    .raw`${ESCAPE_SEQUENCE.source}|\\u001[bB]\[[0-?]*[ -/]*[@-~]|(?<json>\\+u[dD][89abAB][\da-fA-F]{2}\\+u[dD][c-fC-F][\da-fA-F]{2}|\\+u[\da-fA-F]{4})|(?<escaped>\\+[nrt"]|\\\\)|[\p{M}\p{Cf}\p{DI}]+|(?![\0-\x7f])[\p{sc=Latn}\p{sc=Zyyy}\p{sc=Grek}\ufb29\ue000${
+    .raw`${ESCAPE_SEQUENCE.source}|\\u001[bB]\[[0-?]*[ -/]*[@-~]|(?<json>(?<!\\)\\+u[dD][89abAB][\da-fA-F]{2}\\+u[dD][c-fC-F][\da-fA-F]{2}|(?<!\\)\\+u[\da-fA-F]{4})|(?<escaped>(?<!\\)\\+[nrt"]|\\\\)|[\p{M}\p{Cf}\p{DI}]+|(?![\0-\x7f])[\p{sc=Latn}\p{sc=Zyyy}\p{sc=Grek}\ufb29\ue000${
     Object.keys(LOOKALIKES).join("")
   }]`,
   "gu",
@@ -354,7 +354,7 @@ const unescaped = (escape: string): string =>
   String.fromCharCode(...escape.split(/\\+u/).slice(1).map((h) => Number.parseInt(h, 16)));
 const ESCAPED: Readonly<Record<string, string>> = { n: "\n", r: "\r", t: "\t", '"': '"', "\\": "\\" };
 
-/** What {@link redactDisguised}'s rules hide a secret with: as long as the secret, so offsets hold. */
+/** What the rules hide a secret with in a folded text: as long as the secret, so offsets hold. */
 const MASK = "\ue000";
 const mask: Hide = (secret) => MASK.repeat(secret.length);
 /** A piece of a folded text: at `f` in it, from `o` in the text, `ol` long; `copy`: the same characters. */

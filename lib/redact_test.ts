@@ -351,6 +351,8 @@ Deno.test("redact: every rule is linear — 128 KB of its worst case in well und
     "Cyrillic look-alikes": mb("раѕѕ "),
     "JSON escapes, chained": mb("p\\u0430"),
     "backslashes before no escape": mb("\\\\u"),
+    "a run of backslashes": mb("\\"),
+    "JSON escapes of breaks and quotes, chained": mb('a\\n\\"'),
     "halves of surrogate pairs escaped": mb("\\ud83d"),
     "secret-named strings and commas, chained": mb('"token", '),
     "secret-named calls, never closed": mb('setPassword("a'),
