@@ -609,7 +609,7 @@ const FOLDED_RULES = Object.entries(CREDENTIAL_RULES)
   .map(([, rule]) => rule);
 
 /** Replaces every credential with `[REDACTED]` (the log, doctor and error texts use this too: scrubText). */
-export function redactCredentials(text: string, hide: Hide = plain): string {
+function redactCredentials(text: string, hide: Hide = plain): string {
   return redactWith(FOLDED_RULES, CREDENTIAL_RULES["invisible-characters"](text), hide);
 }
 
@@ -657,7 +657,6 @@ export function secretPrint(secret: string): string {
   return printOf(secret.length, h1, h2);
 }
 
-/** `base^n` modulo 2^32. */
 function basePower(base: number, n: number): number {
   let r = 1;
   for (let i = 0; i < n; i++) r = Math.imul(r, base);
@@ -682,11 +681,7 @@ function parse(prints: ReadonlySet<string>): Parsed {
   return parsed;
 }
 
-/**
- * The bare recurrences of secrets whose print is in `prints` that start before `upTo`, redacted in
- * `text.slice(0, upTo)` (a prefix of the whole text's result): the first hash of every prefix in one pass, then
- * per position and length a subtraction, its top looked up in a table; only a hit is hashed whole.
- */
+/** `text.slice(0, upTo)`, the bare recurrences of `prints`' secrets that start in it redacted. */
 function redactPrintedHead(text: string, prints: ReadonlySet<string>, upTo: number): string {
   const { firsts, tops } = parse(prints);
   const fit = Int32Array.from([...firsts.keys()].filter((l) => l <= text.length)).sort().reverse(); // longest first
@@ -745,10 +740,8 @@ export function redactField(
 }
 
 /**
- * Private spans, then credentials, out. Each secret found (and private span, and its lines) is learned into `seen`
- * (the texts of one turn or batch) and redacted wherever it recurs bare; so is each secret of `prints`. With
- * `keep`, the result may be only a prefix of it, one longer than `keep` once trimmed: redaction by prints
- * costs a pass per print length, so it stops soon past what a caller that cuts at `keep` keeps.
+ * Private spans, then credentials, out; each secret found (and private span, and its lines) is learned into `seen`
+ * and redacted wherever it recurs bare, as is each of `prints`; with `keep`, maybe only a prefix longer than `keep`.
  */
 export function redact(
   text: string,
