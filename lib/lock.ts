@@ -19,11 +19,7 @@ async function openLockFile(path: string, makeDir = true): Promise<Deno.FsFile> 
     // A link at the lock's place (dangling, or to a directory) is no lock of ours: it goes, not what it names.
     if (info?.isSymlink) await Deno.remove(path);
     else if (isNotFound(error) && makeDir) await ensurePrivateDir(dirName(path));
-    else if (isNotFound(error)) throw error;
-    // An older version's lock was a directory: set aside whole (never emptied: its contents are not ours).
-    else if (info?.isDirectory) {
-      await Deno.rename(path, `${path}.old-${Date.now()}-${Deno.pid}`).catch(() => {});
-    } else throw error;
+    else throw error;
     return open();
   }
 }

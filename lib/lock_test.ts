@@ -19,17 +19,6 @@ Deno.test("a link at the lock's place (dangling, or to a directory) is removed, 
   assertEquals(await Deno.readTextFile(`${keep}/precious.txt`), "mine");
 });
 
-Deno.test("a directory at the lock's place (an old version's lock) is set aside whole, never emptied; the lock works", async () => {
-  await using dir = await tempDir();
-  const lock = `${dir.path}/session.json.lock`;
-  await Deno.mkdir(lock);
-  await Deno.writeTextFile(`${lock}/holder.txt`, "not ours to delete");
-  assertEquals(await withLock(lock, () => Promise.resolve("ran"), { waitMs: 0 }), RAN);
-  const aside = [...Deno.readDirSync(dir.path)].map((e) => e.name).filter((n) => n !== "session.json.lock");
-  assertEquals(aside.length, 1);
-  assertEquals(await Deno.readTextFile(`${dir.path}/${aside[0]}/holder.txt`), "not ours to delete");
-});
-
 Deno.test("a waiter whose lock's directory went while it waited (a purge) gives up and makes nothing again; makeDir false never makes it", async () => {
   await using dir = await tempDir();
   const [place, aside] = [`${dir.path}/state`, `${dir.path}/state-aside`];

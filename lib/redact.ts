@@ -23,22 +23,17 @@ function stripPrivate(text: string, hide: Hide): string {
 const KEY_END =
   /-----END [A-Z0-9 _-]{0,40}(?:PRIVATE|SECRET) KEY(?: BLOCK)?-----|---- END SSH2 [A-Z ]{0,20}PRIVATE KEY ----/g;
 const blank = (c: string | undefined) => c === " " || c === "\t";
-/** The length of the break `raw` (or its JSON escape `esc`) ending at `i`, else 0. */
-const breakAt = (text: string, i: number, raw: string, esc: string) =>
-  text.endsWith(raw, i) ? raw.length : text.endsWith(esc, i) ? esc.length : 0;
 /** Where the base64 line ending at the line break before `at` starts (not before `floor`), if it is one. */
 function keyLineBefore(text: string, at: number, floor: number): number | undefined {
-  const nl = breakAt(text, at, "\n", "\\n");
-  if (!nl) return undefined;
-  let end = at - nl;
-  end -= breakAt(text, end, "\r", "\\r");
+  if (text[at - 1] !== "\n") return undefined;
+  let end = at - 1;
+  if (text[end - 1] === "\r") end--;
   while (end > floor && blank(text[end - 1])) end--;
   let start = end;
   while (start > floor && /[A-Za-z0-9+/=]/.test(text[start - 1])) start--;
-  if (start < end && text[start - 1] === "\\" && text[start] === "n") start++; // after an escaped break
   const body = start < end;
   while (start > floor && blank(text[start - 1])) start--;
-  return body && (start === floor || breakAt(text, start, "\n", "\\n")) ? start : undefined;
+  return body && (start === floor || text[start - 1] === "\n") ? start : undefined;
 }
 
 /** The second half of a private key pasted in two messages: the base64 lines before an END line, and it. */
@@ -47,7 +42,7 @@ function redactKeyEnds(text: string, hide: Hide): string {
   for (const m of text.matchAll(KEY_END)) {
     let start = m.index;
     while (keyLineBefore(text, start, copied) !== undefined) start = keyLineBefore(text, start, copied)!;
-    if (text.slice(start, m.index).replace(/\s|\\[nr]/g, "").length < 24) continue; // a word, no key
+    if (text.slice(start, m.index).replace(/\s/g, "").length < 24) continue; // a word, no key
     out += text.slice(copied, start) + hide(text.slice(start, m.index + m[0].length));
     copied = m.index + m[0].length;
   }
@@ -76,19 +71,19 @@ function userAndPassword(b64: string): boolean {
 /** Where a key that may name a secret is: a secret word in it, the scan's quick first look. */
 const SECRET_HINT = /secret|token|pass|pw|psk|cred|auth|key|sig|hmac|salt|otp|pin/gi;
 const SECRET_HINT_WORD = new RegExp(SECRET_HINT.source, "i");
-/** A key and its assignment operator, optionally quoted (`KEY=`, `"key": `, `\"key\": `) or subscripted (`env['KEY'] =`). */
-const KEY_AT = /-{0,2}(\\?["']?)([A-Za-z_][\w.-]*)\1\]?([ \t]*)(:=|=>|\?=|=|:)([ \t]*)/y;
+/** A key and its assignment operator, optionally quoted (`KEY=`, `"key": `) or subscripted (`env['KEY'] =`). */
+const KEY_AT = /-{0,2}(["']?)([A-Za-z_][\w.-]*)\1\]?([ \t]*)(:=|=>|\?=|=|:)([ \t]*)/y;
 /** An assignment's value: a quoted string on its line, else a run of value characters. */
-const VALUE = /\\"[^"\r\n]*\\"|"[^"\r\n]*"|'[^'\r\n]*'|`[^`\r\n]*`|(?:[^\s"'`,;&\\]|\\(?![nrt]))+/y;
-const OPENING_QUOTE = /^\\?["'`]/;
-/** The rest of a spaced `.env` or ini line (`KEY = a b`); in a JSON string (after a `\n` escape), to the next escape or the string's end. */
-const LINE_REST = /[^\r\n]+/y;
-const ESCAPED_LINE_REST = /(?:[^\r\n\\"]|\\(?![nrt]))+/y;
+const VALUE = /"[^"\r\n]*"|'[^'\r\n]*'|`[^`\r\n]*`|(?:[^\s"'`,;&\\]|\\(?![nrt]))+/y;
+const OPENING_QUOTE = /^["'`]/;
+/** The quote that ends a JSON string (a `.env` line pasted in one ends there). */
+const STRING_END = String.raw`(?!"[ \t]*(?:[,}\]:]|$))`;
+/** The rest of a spaced `.env` or ini line (`KEY = a b`). */
+const LINE_REST = new RegExp(String.raw`(?:${STRING_END}[^\r\n])+`, "y");
 /** A `.env` line's value after a glued `=`: up to a blank, as the shell reads it (`KEY=v make test`). */
-const LINE_WORD = /\S+/y;
-const ESCAPED_LINE_WORD = /(?:[^\s\\"]|\\(?![nrt]))+/y;
-/** After a YAML block scalar's `|` or `>`: a comment, blank lines (group 1: a JSON escape), the indent. */
-const BLOCK_START = /(?:[ \t]+#[^\r\n\\]*)?(?:[ \t]*(?:\r?\n|((?:\\r)?\\n)))+[ \t]+/y;
+const LINE_WORD = new RegExp(String.raw`(?:${STRING_END}\S)+`, "y");
+/** After a YAML block scalar's `|` or `>`: a comment, blank lines, the indent. */
+const BLOCK_START = /(?:[ \t]+#[^\r\n]*)?(?:[ \t]*\r?\n)+[ \t]+/y;
 /** The words of a key name: `AWSSecretAccessKey`, `_authToken`, `DB_PASSWORD`, `x-api-key`. */
 const KEY_WORDS = /[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+/g;
 /**
@@ -116,7 +111,7 @@ function secretName(key: string): boolean {
 
 /** Values that hold no secret: a redaction already made, a placeholder or variable, a number, a keyword. */
 const NO_SECRET =
-  /^(?:\[REDACTED\].*|\*+|[$%].*|\{\{.*|<[^>]*>|\d[\d._]*|true|false|null|none|nil|undefined|yes|no|on|off)$/i;
+  /^(?:\[REDACTED\].*|\ue000.*|\*+|[$%].*|\{\{.*|<[^>]*>|\d[\d._]*|true|false|null|none|nil|undefined|yes|no|on|off)$/i;
 /** Unquoted values that are code: a call, an index or a block, a member path, a URL, an operator. */
 const CODE = /[()[\]{}]|^[=<>!&|?]|^[A-Za-z_$][\w$]*(?:\??\.[A-Za-z_$][\w$]*)+;?$|^[a-z][a-z0-9+.-]*:\/\//i;
 /** Whether an assignment's value is a secret: quoted, literal, or unquoted more than prose; a weak key's: random. */
@@ -132,16 +127,15 @@ function secretValue(raw: string, literal: boolean, weak = false): boolean {
 
 const keyChar = (text: string, i: number): boolean => /[\w.-]/.test(text[i] ?? "");
 const stickyAt = (re: RegExp, text: string, at: number) => Object.assign(re, { lastIndex: at }).exec(text);
-/** Whether only blanks (and `export`) precede `at` on its line: "line", "escaped" (after `\n` of JSON), or "". */
-function lineStart(text: string, at: number): "line" | "escaped" | "" {
+/** Whether only blanks (and `export`) precede `at` on its line. */
+function lineStart(text: string, at: number): boolean {
   const blanksBefore = (i: number) => {
     while (i > 0 && blank(text[i - 1])) i--;
     return i;
   };
   let i = blanksBefore(at);
   if (i < at && text.endsWith("export", i)) i = blanksBefore(i - 6);
-  if (i === 0 || text[i - 1] === "\n" || text[i - 1] === "\r") return "line";
-  return text[i - 2] === "\\" && /[nr]/.test(text[i - 1]) ? "escaped" : "";
+  return i === 0 || text[i - 1] === "\n" || text[i - 1] === "\r";
 }
 
 /** Replaces the values of assignments whose key names a secret; one scan from secret word to secret word. */
@@ -151,13 +145,11 @@ function redactAssignments(text: string, hide: Hide): string {
   for (let hint = SECRET_HINT.exec(text); hint; hint = SECRET_HINT.exec(text)) {
     let start = hint.index;
     while (start > 0 && keyChar(text, start - 1)) start--;
-    if (start < hint.index && text[start - 1] === "\\" && /[nrt]/.test(text[start])) start++; // after `\n`
     let keyEnd = hint.index + hint[0].length;
     while (keyEnd < text.length && keyChar(text, keyEnd)) keyEnd++;
     SECRET_HINT.lastIndex = keyEnd;
     const quoted = start > 0 && (text[start - 1] === '"' || text[start - 1] === "'");
-    const closed = (quoted && text[start - 2] === "\\" ? stickyAt(KEY_AT, text, start - 2) : null) ??
-      (quoted ? stickyAt(KEY_AT, text, start - 1) : null);
+    const closed = quoted ? stickyAt(KEY_AT, text, start - 1) : null;
     const m = closed ?? stickyAt(KEY_AT, text, start);
     // A key inside a string (`"password:" …`): the quote after it closes that string and opens no value.
     if (quoted && !closed && m && text[m.index + m[0].length] === text[start - 1]) continue;
@@ -165,13 +157,9 @@ function redactAssignments(text: string, hide: Hide): string {
     if (!m || !(weak || secretName(m[2]))) continue;
     const [head, , key, before, op, after] = m;
     const end = m.index + head.length;
-    const line = op === "=" && !OPENING_QUOTE.test(text.slice(end, end + 2)) ? lineStart(text, m.index) : "";
+    const line = op === "=" && !OPENING_QUOTE.test(text.slice(end, end + 1)) && lineStart(text, m.index);
     const spaced = before !== "" || after !== ""; // `KEY=a b` is the shell's: a blank ends the value
-    const rest = line === "line"
-      ? (spaced ? LINE_REST : LINE_WORD)
-      : line === "escaped"
-      ? (spaced ? ESCAPED_LINE_REST : ESCAPED_LINE_WORD)
-      : VALUE;
+    const rest = line ? (spaced ? LINE_REST : LINE_WORD) : VALUE;
     let [at, value] = [end, (stickyAt(rest, text, end)?.[0] ?? "").trimEnd()];
     const scalar = /^[|>](?:[1-9][+-]?|[+-][1-9]?)?$/.test(value); // a block scalar, else a plain one below
     const block = op === ":" && (scalar || value === "" || value.startsWith("#"))
@@ -179,15 +167,15 @@ function redactAssignments(text: string, hide: Hide): string {
       : null;
     if (block) { // the block's first line is the value; a plain scalar's is one word, not a key or list item
       at = block.index + block[0].length;
-      value = (stickyAt(block[1] ? ESCAPED_LINE_REST : LINE_REST, text, at)?.[0] ?? "").trimEnd();
+      value = (stickyAt(LINE_REST, text, at)?.[0] ?? "").trimEnd();
       if (!scalar && /\s|^[\w.-]+:(?!\S)/.test(value)) value = "";
     }
-    const next = text.slice(at + value.length, at + value.length + 2);
+    const next = text.slice(at + value.length, at + value.length + 1);
     const prefix = OPENING_QUOTE.test(next) && /^[A-Za-z]{1,2}$/.test(value); // a string's prefix: f"…", rb'…'
     const literal = (block !== null && scalar) ||
-      (op === "=" && ((!before && !after) || (line !== "" && !/[a-z]/.test(key))));
+      (op === "=" && ((!before && !after) || (line && !/[a-z]/.test(key))));
     let redacted = value !== "" && !prefix && secretValue(value, literal, weak);
-    if (!redacted && line !== "" && !block) { // the line's first word, when a note or a comment follows it
+    if (!redacted && line && !block) { // the line's first word, when a note or a comment follows it
       const word = stickyAt(VALUE, text, at)?.[0] ?? "";
       if (word !== value && secretValue(word, literal, weak)) [value, redacted] = [word, true];
     }
@@ -195,22 +183,16 @@ function redactAssignments(text: string, hide: Hide): string {
       out += text.slice(copied, at) + hide(value);
       copied = at + value.length;
     }
-    if (redacted || line === "") SECRET_HINT.lastIndex = Math.max(keyEnd, at + value.length);
+    if (redacted || !line) SECRET_HINT.lastIndex = Math.max(keyEnd, at + value.length);
   }
   return out + text.slice(copied);
 }
 
-/** `re` that may also start right after a `\n`, `\r` or `\t` escape of pasted JSON. */
-function orAfterEscape(re: RegExp): RegExp {
-  return new RegExp(re.source.replace(/^(\\b|\(\?<![^)]*\))/, String.raw`(?:$1|(?<=\\[nrt]))`), re.flags);
-}
-
 /** An AWS key id, or what a typo left of one: the anchor of a bare secret beside it. */
-const AWS_KEY_ID = orAfterEscape(/\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{12,24}\b/g);
-/** A base64(url) run of 24 or more; lines wrapped at 76 (`base64`) or 64 (PEM) are one run, also as `\n` escapes. */
-const BASE64_RUN = orAfterEscape(
-  /(?<![\w+/\\-])(?:(?:[\w+/-]{64}(?:[\w+/-]{12})?(?:\r?\n|(?:\\r)?\\n)(?=[\w+/-]))+[\w+/-]+|[\w+/-]{24,})={0,2}(?![\w+/=-])/g,
-);
+const AWS_KEY_ID = /\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{12,24}\b/g;
+/** A base64(url) run of 24 or more; lines wrapped at 76 (`base64`) or 64 (PEM) are one run. */
+const BASE64_RUN =
+  /(?<![\w+/\\-])(?:(?:[\w+/-]{64}(?:[\w+/-]{12})?\r?\n(?=[\w+/-]))+[\w+/-]+|[\w+/-]{24,})={0,2}(?![\w+/=-])/g;
 
 /** A bare AWS secret access key: a mixed-case base64 run with a digit, 40 or more, within 200 of an AWS key id. */
 function redactAwsSecrets(text: string, hide: Hide): string {
@@ -240,11 +222,9 @@ const UTF8 = new TextDecoder("utf-8", { fatal: true });
 /** A credential wrapped in base64: a run whose decoded text (UTF-8, no control characters) a rule finds one in. */
 function redactBase64(text: string, hide: Hide): string {
   return text.replace(BASE64_RUN, (run: string) => {
-    const decoded = base64Text(run.replace(/\\[nr]/g, ""));
+    const decoded = base64Text(run);
     const found = decoded !== undefined && !/[^\P{Cc}\t\n\r]/u.test(decoded) &&
-      Object.entries(CREDENTIAL_RULES).some(([name, rule]) =>
-        name !== "invisible-characters" && rule(decoded) !== decoded
-      );
+      redactWith(FOLDED_RULES, decoded) !== decoded;
     return found ? hide(run) : run;
   });
 }
@@ -316,12 +296,10 @@ const passwordOption = (rows: typeof PASSWORD_OPTIONS) =>
     "g",
   );
 /** The second password option of a command that takes two (`ssh-keygen -p -P old -N new`). */
-const SECOND_PASSWORD_OPTIONS: typeof PASSWORD_OPTIONS = [
-  [
-    new RegExp(String.raw`ssh-keygen\b[^\r\n|;&]{0,200}?[ \t]-[NP](?:[ \t]+|=)(?:${OPTION_VALUE})`),
-    /-[NP](?:[ \t]+|=)/,
-  ],
-];
+const SECOND_PASSWORD_OPTIONS: typeof PASSWORD_OPTIONS = [[
+  /ssh-keygen\b[^\r\n|;&]{0,200}?[ \t]-[NP]/,
+  /-[NP](?:[ \t]+|=)/,
+]];
 
 /** XML's named values (as YAML's): an element's text or CDATA, a plist's `<key>` and `<string>`, `key=…value=`. */
 const XML_SECRETS: readonly RegExp[] = [
@@ -347,13 +325,14 @@ const LOOKALIKES: Readonly<Record<string, string>> = Object.fromEntries(
 /** ASCII a JSON `\u` escape may stand for inside a token or a key (a quote, blank or separator would end one). */
 const ESCAPED_WORD_CHAR = /^[\w.:=+/@~-]$/;
 /**
- * What can hide a token: an escape sequence (also `\u001b[…` in JSON); a JSON `\u` escape (a pair for a surrogate
- * pair; more backslashes when escaped again); marks and invisible characters (dropped after ASCII); a character whose
- * compatibility form folds to ASCII (Latin, Greek, Common, U+FB29), a {@link LOOKALIKES} letter; {@link MASK}.
+ * What can hide a token: an escape sequence (also `\u001b[…` in JSON); a JSON escape (`\u`, a pair for a surrogate
+ * pair, or `\n \r \t \" \\`; more backslashes when escaped again, a run read from its start only: linear);
+ * marks and invisible characters (dropped after ASCII); a character whose compatibility form folds to ASCII
+ * (Latin, Greek, Common, U+FB29), a {@link LOOKALIKES} letter; {@link MASK}.
  */
 const DISGUISE = new RegExp(
   String
-    .raw`${ESCAPE_SEQUENCE.source}|\\u001[bB]\[[0-?]*[ -/]*[@-~]|(?<json>\\+u[dD][89abAB][\da-fA-F]{2}\\+u[dD][c-fC-F][\da-fA-F]{2}|\\+u[\da-fA-F]{4})|[\p{M}\p{Cf}\p{DI}]+|(?![\0-\x7f])[\p{sc=Latn}\p{sc=Zyyy}\p{sc=Grek}\ufb29\ue000${
+    .raw`${ESCAPE_SEQUENCE.source}|\\u001[bB]\[[0-?]*[ -/]*[@-~]|(?<json>(?<!\\)\\+u[dD][89abAB][\da-fA-F]{2}\\+u[dD][c-fC-F][\da-fA-F]{2}|(?<!\\)\\+u[\da-fA-F]{4})|(?<escaped>(?<!\\)\\+[nrt"]|\\\\)|[\p{M}\p{Cf}\p{DI}]+|(?![\0-\x7f])[\p{sc=Latn}\p{sc=Zyyy}\p{sc=Grek}\ufb29\ue000${
     Object.keys(LOOKALIKES).join("")
   }]`,
   "gu",
@@ -373,14 +352,17 @@ function asciiFold(c: string): string {
 /** The character a JSON `\u` escape (or a pair) stands for, any backslashes before each `u` dropped. */
 const unescaped = (escape: string): string =>
   String.fromCharCode(...escape.split(/\\+u/).slice(1).map((h) => Number.parseInt(h, 16)));
+const ESCAPED: Readonly<Record<string, string>> = { n: "\n", r: "\r", t: "\t", '"': '"', "\\": "\\" };
 
-/** What {@link redactDisguised}'s rules hide a secret with: as long as the secret, so offsets hold. */
+/** What the rules hide a secret with in a folded text: as long as the secret, so offsets hold. */
 const MASK = "\ue000";
 const mask: Hide = (secret) => MASK.repeat(secret.length);
 /** A piece of a folded text: at `f` in it, from `o` in the text, `ol` long; `copy`: the same characters. */
 type Piece = { f: number; o: number; ol: number; copy: boolean };
-/** `text` as the rules would read it undisguised, and its pieces; undefined when nothing folds. */
-function folded(text: string): { text: string; pieces: Piece[] } | undefined {
+/** A text as the rules read it, and its pieces. */
+type Folded = { text: string; pieces: Piece[] };
+/** `text` with its escapes decoded and its disguises undone; undefined when nothing folds. */
+function folded(text: string): Folded | undefined {
   const pieces: Piece[] = [];
   let [out, copied, changed, asciiEnd] = ["", 0, false, -1]; // asciiEnd: where the last ASCII (or fold) ended
   const put = (s: string, o: number, ol: number, copy: boolean) => {
@@ -391,10 +373,11 @@ function folded(text: string): { text: string; pieces: Piece[] } | undefined {
     if (at > copied) put(text.slice(copied, at), copied, at - copied, true);
     if (at > copied && /[!-~]/.test(text[at - 1])) asciiEnd = at;
     copied = at + c.length;
-    const json = groups?.json !== undefined, read = json ? unescaped(c) : c;
-    const escape = !json && c.charCodeAt(0) < 0xa0;
+    const json = groups?.json !== undefined, escaped = groups?.escaped !== undefined;
+    const read = json ? unescaped(c) : escaped ? ESCAPED[c.at(-1)!] : c;
+    const escape = !json && !escaped && c.charCodeAt(0) < 0xa0;
     const invisible = !escape && /^[\p{M}\p{Cf}\p{DI}]/u.test(read);
-    const word = json && ESCAPED_WORD_CHAR.test(read);
+    const word = escaped || (json && ESCAPED_WORD_CHAR.test(read));
     const fold = escape || invisible ? "" : c === MASK ? "\ufffd" : word ? read : asciiFold(read);
     if (escape || (invisible && asciiEnd === at)) { // dropped
       changed = true;
@@ -422,16 +405,17 @@ function origin(pieces: readonly Piece[], k: number): [number, number] {
 }
 
 /**
- * Credentials disguised (fullwidth `ｇｈｐ＿…`, a mark or an escape sequence inside): the other rules read the
- * {@link folded} text, and each span they hide there is hidden in `text`, with what was dropped right after it.
+ * `text` with what `rules` find hidden, read {@link folded} (escapes decoded, disguises undone), then as written:
+ * a backslash may be no escape (`\\srv\share`), a letter no disguise (`пароль`).
  */
-function redactDisguised(text: string, hide: Hide): string {
+export function redactWith(rules: readonly Rule[], text: string, hide: Hide = plain): string {
   const f = folded(text);
-  if (!f) return text;
-  const read = Object.entries(CREDENTIAL_RULES).reduce(
-    (out, [name, rule]) => name === "invisible-characters" || name === "disguised" ? out : rule(out, mask),
-    f.text,
-  );
+  return rules.reduce((out, rule) => rule(out, hide), f ? redactFolded(text, f, rules, hide) : text);
+}
+
+/** Each span `rules` hide in the folded text `f` hidden in `text`, with what the fold dropped right after it. */
+function redactFolded(text: string, f: Folded, rules: readonly Rule[], hide: Hide): string {
+  const read = rules.reduce((out, rule) => rule(out, mask), f.text);
   if (read === f.text) return text;
   if (read.length !== f.text.length) return read.replaceAll(/\ue000+/g, REDACTED); // no offsets: the folded text
   let [out, copied] = ["", 0];
@@ -468,10 +452,10 @@ const valued = (literal: boolean, quotedWhole = false): Pick => (raw) => {
 // deno-fmt-ignore: one rule a line, a table
 const RULES: Readonly<Record<string, RegExp | [RegExp | readonly RegExp[], Pick?] | Rule>> = {
   "invisible-characters": (text) => text.replace(INVISIBLE_IN_ASCII, ""),
-  disguised: (text, hide = plain) => redactDisguised(text, hide),
+  disguised: (text, hide = plain) => redactWith(FOLDED_RULES, text, hide),
   "private-key": /(-----|---- )BEGIN ([A-Z0-9 _-]{0,40}(?:PRIVATE|SECRET) KEY(?: BLOCK)?)( ----|-----)[\s\S]*?(?:\1END \2\3|$)/g, // PEM, OpenSSH, PKCS#8, encrypted, PGP (PRIVATE or PGP 2's SECRET), SSH2 key blocks, to their END line (or the end).
   "private-key-end": (text, hide = plain) => redactKeyEnds(text, hide),
-  "putty-private-key": [/(Private-Lines:[ \t]*\d+[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*)([A-Za-z0-9+/=]+(?=[ \t]*(?:[\r\n"'`]|\\[rn]|$))(?:[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*[A-Za-z0-9+/=]+(?=[ \t]*(?:[\r\n"'`]|\\[rn]|$)))*)/g], // A PuTTY key file's private lines: the base64 lines after `Private-Lines: N` (as is, or in a JSON string).
+  "putty-private-key": [/(Private-Lines:[ \t]*\d+[ \t]*\r?\n[ \t]*)([A-Za-z0-9+/=]+(?=[ \t]*(?:[\r\n"'`]|$))(?:[ \t]*\r?\n[ \t]*[A-Za-z0-9+/=]+(?=[ \t]*(?:[\r\n"'`]|$)))*)/g], // A PuTTY key file's private lines: the base64 lines after `Private-Lines: N` (as is, or in a JSON string).
   "aws-secret-access-key": (text, hide = plain) => redactAwsSecrets(text, hide),
   "base64-wrapped": (text, hide = plain) => redactBase64(text, hide),
   "ai-api-key": /\b(?:sk-[\w-]{16,}|pplx-[A-Za-z0-9]{40,}|gsk_[A-Za-z0-9]{40,}|xai-[A-Za-z0-9]{32,})/g,
@@ -544,7 +528,7 @@ const RULES: Readonly<Record<string, RegExp | [RegExp | readonly RegExp[], Pick?
   "fcm-server-key": /\bAAAA[\w-]{7}:APA91b[\w-]{100,}/g, // Firebase Cloud Messaging's legacy server key.
   "url-userinfo": [/(?<=[a-z0-9+.-])(:\/\/[^\s/?#@:"'<>]*:)([^\s/?#"'<>]+)(?=@)/gi], // A URL's `user:password@` (to the last `@` before the path: a password may hold one); a token as its user.
   "url-token-user": /(?<=[a-z0-9+.-]:\/\/)(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{32,}(?=@)/gi,
-  authorization: [/\b((?:proxy-)?authorization["'`]?[ \t]*[:=][ \t]*["'`]?(?:(?:basic|bearer|token|digest|negotiate|ntlm|ssws)[ \t]+)?)(?!(?:basic|bearer|token|digest|negotiate|ntlm|ssws)\b(?!=)|[$%{<[])([\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*)(?:[ \t]*,[ \t]*[\w-]+=(?:\\?"[^"\r\n\\]*\\?"|[^\s"'`,;\\]*))*|[^\s"'`,;]+)/gi], // An Authorization header's credentials after its scheme word: a token, or all its `name="value"` parameters.
+  authorization: [/\b((?:proxy-)?authorization["'`]?[ \t]*[:=][ \t]*["'`]?(?:(?:basic|bearer|token|digest|negotiate|ntlm|ssws)[ \t]+)?)(?!(?:basic|bearer|token|digest|negotiate|ntlm|ssws)\b(?!=)|[$%{<[])([\w-]+=(?:"[^"\r\n\\]*"|[^\s"'`,;\\]*)(?:[ \t]*,[ \t]*[\w-]+=(?:"[^"\r\n\\]*"|[^\s"'`,;\\]*))*|[^\s"'`,;]+)/gi], // An Authorization header's credentials after its scheme word: a token, or all its `name="value"` parameters.
   cookie: (text, hide = plain) => text.replace(COOKIE, (_m, head, set, pairs) => head + redactCookies(pairs, set !== undefined, hide)), // A `Cookie` or `Set-Cookie` header (or its JSON member): its `name=value` pairs, to the line's or string's end.
   bearer: [/\b((?:Bearer|SSWS)[ \t]+)((?=[\w.~+/=-]*\d)[\w.~+/=-]{8,})/gi], // A bearer (or Okta's SSWS) token anywhere, with a digit (`Bearer authentication` is a phrase).
   "smtp-auth": (text, hide = plain) => text.replace(SMTP_AUTH, (m, head: string, b64: string) => { // SMTP's `AUTH PLAIN <base64 of \0user\0password>`, and the password line after `334 UGFzc3dvcmQ6` ("Password:")
@@ -556,18 +540,18 @@ const RULES: Readonly<Record<string, RegExp | [RegExp | readonly RegExp[], Pick?
   }),
   basic: [/\b(Basic[ \t]+)([A-Za-z0-9+/]{8,}={0,2})(?![\w+/=])/gi, (b64) => userAndPassword(b64) ? b64 : undefined], // `Basic` credentials without their header: base64 that decodes to `user:password`.
   "user-option": [/(?<![\w-])((?:--user|-u)(?:[ \t]+|=)["']?(?![$%{<[])[^\s"':]*:["']?)(?!\d+(?:[\s"']|$)|[$%{<[]|\/\/)([^\s"']+)/g], // The password of curl's `-u user:password` (not a number, a variable, a placeholder or a URL's `//`).
-  "secret-in-prose": [/\b((?:secret|password|passwd|passphrase|passcode|token|api[ _-]?key|credentials?)[ \t]+(?:is|was)[ \t]+(\\?)(["'`]))([^\s"'`\\]{4,200})(?=\2\3)/gi, (v) => NO_SECRET.test(v) ? undefined : v], // A quoted value a sentence says is a secret: `the secret is "…"`.
+  "secret-in-prose": [/\b((?:secret|password|passwd|passphrase|passcode|token|api[ _-]?key|credentials?)[ \t]+(?:is|was)[ \t]+(["'`]))([^\s"'`\\]{4,200})(?=\2)/gi, (v) => NO_SECRET.test(v) ? undefined : v], // A quoted value a sentence says is a secret: `the secret is "…"`.
   "secret-in-prose-unquoted": [SECRET_IN_PROSE_UNQUOTED, valued(false)],
   "secret-label": [/(?<![A-Za-z0-9_\u0400-\u04ff])((?:(?:password|passwd|passphrase|passcode|secret|token|api[ _-]?key)[ \t]*(?:[：＝]|是|为|為)|(?:API[ \t]*(?:キー|키)|(?:API[ \t]*)?(?:密码|密碼|口令|密钥|密鑰|秘钥|私钥|私鑰|令牌|パスワード|トークン|秘密鍵|비밀번호|토큰))[ \t\u3000]*(?:[:：=＝]|是|为|為|は|が|는|은|가|(?<=[ \t\u3000]))|пароль[ \t]*[:：=＝])[ \t\u3000]*)("[^"\r\n]{1,200}"|'[^'\r\n]{1,200}'|(?:(?!["'`\\])[!-~]){4,200})/giu, valued(false, true)], // A value after a fullwidth `：`/`＝` (or a CJK "is") of an English secret word, or a CJK secret name and `:`, "is" or a blank.
   "password-option": [[passwordOption(PASSWORD_OPTIONS), passwordOption(SECOND_PASSWORD_OPTIONS)], valued(true)],
-  pgpass: [/(?<![^\r\n"'])([\w.*-]+:(?:\d+|\*):[^\s:"'\\]+:[^\s:"'\\]+:)([^\s:"'\\]+)(?=[ \t]*(?:[\r\n"]|\\[rn]|$))/g, valued(true)], // A `.pgpass` line, `host:port:database:user:password` (or a string of it): the last field, ending it.
+  pgpass: [/(?<![^\r\n"'])([\w.*-]+:(?:\d+|\*):[^\s:"'\\]+:[^\s:"'\\]+:)([^\s:"'\\]+)(?=[ \t]*(?:[\r\n"]|$))/g, valued(true)], // A `.pgpass` line, `host:port:database:user:password` (or a string of it): the last field, ending it.
   "oracle-logon": [/\b((?:jdbc:oracle:(?:thin|oci):|(?:sqlplus|sqlldr|expdp|impdp|rman)(?:[ \t]+-\w+)*[ \t]+)[^\s/@:"']+\/)([^\s/@"'\\]+)(?=@)/gi], // Oracle's `user/password@` (a JDBC thin or OCI URL, `sqlplus`'s logon): the password.
   "go-sql-dsn": [/(?<![\w.-])([\w.-]+:)([^\s@:"'\\]+)(?=@(?:tcp6?|udp|unix)\()/g], // A Go SQL driver's DSN, `user:password@tcp(host)/db` (or `unix(…)`, `udp(…)`): the password.
   "aws-configure-prompt": [/\b(AWS (?:Secret Access Key|Session Token) \[[^\]\r\n]{0,64}\]:[ \t]*)([A-Za-z0-9/+=]{16,})/g], // What `aws configure` asks, answered: `AWS Secret Access Key [None]: …`.
-  "securestring": [/\b(ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?\\?["'])([^"'\r\n\\]{1,200})(?=\\?["'])/gi], // PowerShell's `ConvertTo-SecureString "…" -AsPlainText`.
+  "securestring": [/\b(ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?["'])([^"'\r\n\\]{1,200})(?=["'])/gi], // PowerShell's `ConvertTo-SecureString "…" -AsPlainText`.
   "vault-init-key": [/\b((?:Unseal|Recovery)[ \t]+Key[ \t]+\d+:[ \t]*)([A-Za-z0-9+/]{20,}={0,2})/g], // What `vault operator init` prints: `Unseal Key 1: …`, `Recovery Key 1: …`.
   "secret-option": [/(?<![\w-])(--?(?<name>[A-Za-z][\w-]*)[ \t]+)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g, (v, { name }) => secretName(name!) && secretValue(v, false) ? v : undefined], // A secret-named command-line option and the value after a blank (`--secret-key …`, `-auth user:…`).
-  "login-call": [/(?<![\w-])((?:[A-Za-z]*(?:Basic|Digest)Auth|log_?[io]n|sign_?in|authenticate|auth[ \t]*=)[ \t]*\([ \t]*(?:\\?"[^"\r\n\\]*\\?"|\\?'[^'\r\n\\]*\\?'|[\w.]+)[ \t]*,[ \t]*\\?["'])(?!\/)([^\s"'\\]{1,200})(?=\\?["'][ \t]*[),])/gi, valued(false)], // A login call's password, its second argument after a user name: `ftp.login("admin", "…")`, `auth=("user", "…")`.
+  "login-call": [/(?<![\w-])((?:[A-Za-z]*(?:Basic|Digest)Auth|log_?[io]n|sign_?in|authenticate|auth[ \t]*=)[ \t]*\([ \t]*(?:"[^"\r\n\\]*"|'[^'\r\n\\]*'|[\w.]+)[ \t]*,[ \t]*["'])(?!\/)([^\s"'\\]{1,200})(?=["'][ \t]*[),])/gi, valued(false)], // A login call's password, its second argument after a user name: `ftp.login("admin", "…")`, `auth=("user", "…")`.
   "vault-kv": (text, hide = plain) => text.replace(VAULT_KV, (line) => line.replace(KV_PAIR, (m, head: string, value: string) => !/^[@-]/.test(value) && secretValue(value, true) ? head + hide(value) : m)), // `vault kv put|patch`'s `key=value` pairs: every value a secret (not `@file`, not `-`: stdin).
   "named-value": [/(?<![\w.-])((?<name>[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+|[a-z]+(?:[A-Z][a-z0-9]*)+)[ \t]+)([\w+/=~.-]{8,})(?![\w+/=~.-])/g, (v, { name }) => secretName(name!) && randomRun(v) ? v : undefined], // A key-like name (`snake_case`, `kebab-case`, `camelCase`), a blank, a generated-looking value: a table's row or a config command's pair.
   "here-string": (text, hide = plain) => text.replace(HERE_STRING, (m, value: string, at: number) => { // bash's `<<< …`: a command's input that names a secret before it
@@ -575,10 +559,10 @@ const RULES: Readonly<Record<string, RegExp | [RegExp | readonly RegExp[], Pick?
     return (SECRET_HINT_WORD.test(command) || /\bssh-add\b|\bsudo[ \t](?:.*[ \t])?(?:-[A-Za-z]*S|--stdin)\b/.test(command)) && secretValue(value, true) ? m.slice(0, -value.length) + hide(value) : m;
   }),
   "curl-cookie": (text, hide = plain) => text.replace(CURL_COOKIE, (_m, head, _q, pairs) => head + redactCookies(pairs, false, hide)), // curl's `-b`/`--cookie` with `name=value` pairs (not a cookie file), quoted or not.
-  "config-set": [/\b((?:setx|set(?:[ \t]+-[A-Za-z]+)+|launchctl[ \t]+setenv|(?:npm|yarn|pnpm)[ \t]+config[ \t]+set|aws[ \t]+configure[ \t]+set|git[ \t]+config(?:[ \t]+--(?:global|local|system))?|(?<gh>gh[ \t]+secret[ \t]+set))[ \t]+("?)(?<name>[^\s"=]+)\3(?:[ \t]+(?:-b|--body))?[ \t]+)(\\"[^"\r\n]*\\"|'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g, (v, { gh, name }) => (gh || secretName(name!)) && secretValue(v, true) ? v : undefined], // A command that sets a named value (fish's `set -x` too; `gh secret set`, whose every value is a secret).
-  "quoted-argument": [[/(?<![\w-])(\\?["'](?<name>[A-Za-z_][\w.-]*)\\?["'][ \t]*,[ \t]*(\\?["']))([^"'\r\n\\]{1,200})(?=\3[ \t]*[),\]])/g, /(?<![\w-])((?<name>[A-Za-z_]\w*)[ \t]*\([ \t]*(\\?["']))([^"'\r\n\\]{1,200})(?=\3[ \t]*\))/g], (v, { name }) => secretName(name!) && secretValue(v, false) ? v : undefined], // `Setenv("DB_PASSWORD", "…")`, `setPassword("…")`
+  "config-set": [/\b((?:setx|set(?:[ \t]+-[A-Za-z]+)+|launchctl[ \t]+setenv|(?:npm|yarn|pnpm)[ \t]+config[ \t]+set|aws[ \t]+configure[ \t]+set|git[ \t]+config(?:[ \t]+--(?:global|local|system))?|(?<gh>gh[ \t]+secret[ \t]+set))[ \t]+("?)(?<name>[^\s"=]+)\3(?:[ \t]+(?:-b|--body))?[ \t]+)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g, (v, { gh, name }) => (gh || secretName(name!)) && secretValue(v, true) ? v : undefined], // A command that sets a named value (fish's `set -x` too; `gh secret set`, whose every value is a secret).
+  "quoted-argument": [[/(?<![\w-])(["'](?<name>[A-Za-z_][\w.-]*)["'][ \t]*,[ \t]*(["']))([^"'\r\n\\]{1,200})(?=\3[ \t]*[),\]])/g, /(?<![\w-])((?<name>[A-Za-z_]\w*)[ \t]*\([ \t]*(["']))([^"'\r\n\\]{1,200})(?=\3[ \t]*\))/g], (v, { name }) => secretName(name!) && secretValue(v, false) ? v : undefined], // `Setenv("DB_PASSWORD", "…")`, `setPassword("…")`
   "xml-element": [XML_SECRETS, (raw, { name }) => secretName(name!) && secretValue(raw.trim(), false) ? raw.trim() : undefined],
-  "expect-send": (text, hide = plain) => text.replace(EXPECT_SEND, (m, head: string, _q, value: string, tail: string, at: number) => { // expect's `send "…\\r"` answering a password prompt
+  "expect-send": (text, hide = plain) => text.replace(EXPECT_SEND, (m, head: string, value: string, tail: string, at: number) => { // expect's `send "…\\r"` answering a password prompt
     const prompt = text.slice(Math.max(0, at - 200), at).split(/\bexpect\b/).at(-1)!; // since the last `expect`
     return /assword|passphrase|passcode|secret|token|\bpin\b/i.test(prompt) && secretValue(value, true) ? head + hide(value) + tail : m;
   }),
@@ -588,29 +572,26 @@ const RULES: Readonly<Record<string, RegExp | [RegExp | readonly RegExp[], Pick?
   }),
   assignment: (text, hide = plain) => redactAssignments(text, hide),
 };
-const EXPECT_SEND = orAfterEscape(
-  /\b(send(?:[ \t]+-[-\w]+)*[ \t]+(\\?"))([^"\\\s]{1,200})((?:\\\\?[rn])*\2)/g,
-);
-const STORAGE_KEY = /(\\?"value\\?"[ \t]*:[ \t]*\\?")([A-Za-z0-9+/]{86}==)(?=\\?")/g;
+const EXPECT_SEND = /\b(send(?:[ \t]+-[-\w]+)*[ \t]+")([^"\\\s]{1,200})([\r\n]*")/g;
+const STORAGE_KEY = /("value"[ \t]*:[ \t]*")([A-Za-z0-9+/]{86}==)(?=")/g;
 // deno-fmt-ignore: the shapes of the rules written as code
 const [COOKIE, CURL_COOKIE] = [
-  /\b((set-)?cookie\\?["'`]?[ \t]*:[ \t]*\\?["'`]?)([^\r\n"'`\\]+)/gi,
-  /(?<![\w-])((?:-b|--cookie)(?:[ \t]+|=)(\\?["']|))((?:(?!\2)[^\s"'\\])*=(?:(?!\2)[^\r\n"'\\])*)/g,
-].map(orAfterEscape);
+  /\b((set-)?cookie["'`]?[ \t]*:[ \t]*["'`]?)([^\r\n"'`\\]+)/gi,
+  /(?<![\w-])((?:-b|--cookie)(?:[ \t]+|=)(["']|))((?:(?!\2)[^\s"'\\])*=(?:(?!\2)[^\r\n"'\\])*)/g,
+];
 const [VAULT_KV, KV_PAIR] = [
-  orAfterEscape(/\bvault[ \t]+kv[ \t]+(?:put|patch)\b(?:[^\r\n|;&\\]|\\(?![nrt]))*/g),
+  /\bvault[ \t]+kv[ \t]+(?:put|patch)\b(?:[^\r\n|;&\\]|\\(?![nrt]))*/g,
   /(?<=[ \t])(\w[\w.-]*=)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g,
 ];
-const SMTP_AUTH = orAfterEscape(
-  /\b(AUTH[ \t]+PLAIN[ \t]+|334[ \t]+UGFzc3dvcmQ6[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*)([A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])/gi,
-);
+const SMTP_AUTH =
+  /\b(AUTH[ \t]+PLAIN[ \t]+|334[ \t]+UGFzc3dvcmQ6[ \t]*\r?\n[ \t]*)([A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])/gi;
 const HERE_STRING = /<<<[ \t]*('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g;
 /** Every credential rule by name, in the order they run. */
 export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = Object.fromEntries(
   Object.entries(RULES).map(([name, r]): [string, Rule] => {
     if (typeof r === "function") return [name, r];
     const [shapes, pick = (raw: string) => raw] = r instanceof RegExp ? [r] : r;
-    const res = [shapes].flat().map(orAfterEscape);
+    const res = [shapes].flat();
     if (r instanceof RegExp) return [name, (text, hide = plain) => text.replace(res[0], hide)];
     const replace = (text: string, re: RegExp, hide: Hide) =>
       text.replace(re, (m: string, head: string, ...rest: unknown[]) => {
@@ -622,9 +603,14 @@ export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = Object.fromEntri
   }),
 );
 
+/** The rules that read the folded text: all but the two that fold. */
+const FOLDED_RULES = Object.entries(CREDENTIAL_RULES)
+  .filter(([name]) => name !== "invisible-characters" && name !== "disguised")
+  .map(([, rule]) => rule);
+
 /** Replaces every credential with `[REDACTED]` (the log, doctor and error texts use this too: scrubText). */
-export function redactCredentials(text: string, hide: Hide = plain): string {
-  return Object.values(CREDENTIAL_RULES).reduce((out, rule) => rule(out, hide), text);
+function redactCredentials(text: string, hide: Hide = plain): string {
+  return redactWith(FOLDED_RULES, CREDENTIAL_RULES["invisible-characters"](text), hide);
 }
 
 /** The shortest secret learned for {@link redact}'s `seen`: shorter ones are too likely ordinary words. */
@@ -671,7 +657,6 @@ export function secretPrint(secret: string): string {
   return printOf(secret.length, h1, h2);
 }
 
-/** `base^n` modulo 2^32. */
 function basePower(base: number, n: number): number {
   let r = 1;
   for (let i = 0; i < n; i++) r = Math.imul(r, base);
@@ -696,11 +681,7 @@ function parse(prints: ReadonlySet<string>): Parsed {
   return parsed;
 }
 
-/**
- * The bare recurrences of secrets whose print is in `prints` that start before `upTo`, redacted in
- * `text.slice(0, upTo)` (a prefix of the whole text's result): the first hash of every prefix in one pass, then
- * per position and length a subtraction, its top looked up in a table; only a hit is hashed whole.
- */
+/** `text.slice(0, upTo)`, the bare recurrences of `prints`' secrets that start in it redacted. */
 function redactPrintedHead(text: string, prints: ReadonlySet<string>, upTo: number): string {
   const { firsts, tops } = parse(prints);
   const fit = Int32Array.from([...firsts.keys()].filter((l) => l <= text.length)).sort().reverse(); // longest first
@@ -732,11 +713,11 @@ function redactPrinted(text: string, prints: ReadonlySet<string>, keep: number):
   }
 }
 
-/** The hider that learns each secret (unquoted, ≥ MIN_LEARNED) into `seen`. */
+/** The hider that learns each secret (unquoted as written, ≥ MIN_LEARNED) into `seen`. */
 function learner(seen?: Set<string>): Hide {
   return !seen ? plain : (secret) => {
     let s = secret.trim();
-    const quote = OPENING_QUOTE.exec(s)?.[0] ?? "";
+    const quote = /^\\?["'`]/.exec(s)?.[0] ?? "";
     if (quote && s.endsWith(quote.at(-1)!)) s = s.slice(quote.length, -quote.length).trim();
     if (s.length >= MIN_LEARNED && !s.includes(REDACTED)) seen.add(s);
     return REDACTED;
@@ -759,10 +740,8 @@ export function redactField(
 }
 
 /**
- * Private spans, then credentials, out. Each secret found (and private span, and its lines) is learned into `seen`
- * (the texts of one turn or batch) and redacted wherever it recurs bare; so is each secret of `prints`. With
- * `keep`, the result may be only a prefix of it, one longer than `keep` once trimmed: redaction by prints
- * costs a pass per print length, so it stops soon past what a caller that cuts at `keep` keeps.
+ * Private spans, then credentials, out; each secret found (and private span, and its lines) is learned into `seen`
+ * and redacted wherever it recurs bare, as is each of `prints`; with `keep`, maybe only a prefix longer than `keep`.
  */
 export function redact(
   text: string,

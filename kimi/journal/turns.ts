@@ -145,7 +145,6 @@ function mainRecord<T extends { agentId?: string }>(schema: z.ZodMiniType<T>, va
   return r.success && (r.data.agentId ?? "main") === "main" ? r.data : undefined;
 }
 
-/** Closes `t` for `reason` unless it is closed already. */
 function close(t: Turn, reason: string): void {
   if (!t.closed) [t.closed, t.closeReason] = [true, reason];
 }
@@ -301,7 +300,6 @@ export function assistantText(turn: Turn): string {
   return paragraphs(steps);
 }
 
-/** Texts trimmed, the empty ones left out, a blank line apart. */
 const paragraphs = (texts: string[]) => texts.map((s) => s.trim()).filter(Boolean).join("\n\n");
 
 /** The user text of a turn (prompt and steers). */
