@@ -26,7 +26,7 @@ import {
   pluginMemoryFiles,
   sameBytes,
 } from "./spec.ts";
-import { keyToSave, planOvcli, savedConnection } from "./ovcli.ts";
+import { keyRefusal, planOvcli, savedConnection } from "./ovcli.ts";
 import {
   installedHomes,
   madeDirList,
@@ -297,29 +297,29 @@ function upstreamProblem({ plugin, paths, blocks, upstreamHooks, mcpOwner }: Kim
 
 /**
  * Plans the settings given into ovcli.conf (the file replaced kept as its `.bak`), a key asked of the server
- * first (ovcli.ts keyToSave); the saved key stays for its own address.
+ * first; the saved key stays for its own address. Why not (with its exit code), else undefined.
  */
-async function planCredentials(ctx: Context, options: InstallOptions, home: string, plan: Plan) {
+async function planCredentials(
+  ctx: Context,
+  options: InstallOptions,
+  home: string,
+  plan: Plan,
+): Promise<{ error: string; code: number } | undefined> {
   const path = credentialFilePaths(ctx.env).cli;
   const read = await readText(path);
-  if (!read.ok) return read.error;
+  if (!read.ok) return { error: read.error, code: 1 };
   const before = read.text;
   const saved = await savedConnection(ctx.env);
-  let creds = options.credentials;
-  const valid = planOvcli(before, creds, path, saved.url);
-  if (!valid.ok) return valid.error;
+  const creds = options.credentials;
+  const ov = planOvcli(before, creds, path, saved.url);
+  if (!ov.ok) return { error: ov.error, code: 1 };
   const url = creds.url === undefined ? saved.url : creds.url.trim().replace(/\/+$/, "") || DEFAULT_BASE_URL;
   if (creds.apiKey) {
-    const given = { apiKey: creds.apiKey, from: creds.apiKeyFrom ?? "" };
-    const key = await keyToSave(ctx, given, { ...creds, url, dryRun: options.dryRun });
-    if (!key.ok) return key.error;
-    for (const line of key.said) ctx.out.info(`API key: ${line}`);
-    creds = { ...creds, apiKey: key.apiKey, apiKeyFrom: key.from };
+    const refused = await keyRefusal(ctx, creds.apiKey, { ...creds, url });
+    if (refused) return refused;
   } else if (creds.apiKey === undefined && saved.apiKey && originOf(url) === originOf(saved.url)) {
     plan.notes.push(`API key: the one saved for ${originOf(url)} is kept (to change it: --api-key-stdin).`);
   }
-  const ov = planOvcli(before, creds, path, saved.url);
-  if (!ov.ok) return ov.error;
   if (!ov.changed) return undefined;
   const moved = await installedHomes(ctx.env, home);
   if (url !== saved.url) {
@@ -388,7 +388,7 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
   }
   const plan: Plan = { steps: [], notes: [] };
   const credentials = await planCredentials(ctx, options, home, plan);
-  if (credentials) return refuse(credentials);
+  if (credentials) return fail(ctx.out, "install", credentials.error, credentials.code);
   const program = await planProgram(ctx, home, plan);
   if (typeof program === "string") return refuse(program);
   const problem = await planPluginMode(ctx, state, program, plan);

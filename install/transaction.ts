@@ -403,10 +403,10 @@ export function unifiedDiff(path: string, before: string | undefined, after: str
   return patch.slice(patch.indexOf("\n") + 1); // without the "====" line
 }
 
-/** Reports `message` as the run's error; returns the exit code 1. */
-export function fail(out: Output, command: "install" | "uninstall", message: string): number {
+/** Reports `message` as the run's error; returns the exit code (1 unless told). */
+export function fail(out: Output, command: "install" | "uninstall", message: string, code = 1): number {
   out.error(`openviking-kimi ${command}: ${message}`);
-  return 1;
+  return code;
 }
 
 /** Takes the steps in order; when one fails, the ones taken are undone, last first. Returns the error, if any. */

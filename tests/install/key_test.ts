@@ -73,7 +73,7 @@ Deno.test("where install takes the key from, and when it asks", async () => {
   const url = "http://h:1933";
   const tty = { terminal: true, answer: KEY };
   const asksFor =
-    /^OpenViking API key for http:\/\/h:1933 \(a user key, or the server's root key to make one; not shown as you type; Enter for none\)/;
+    /^OpenViking API key for http:\/\/h:1933 \(a user key; not shown as you type; Enter for none\)/;
   // [flags, terminal and stdin, the choice (or its error), what is asked (undefined: nothing)]
   const cases: [Partial<KeyFlags>, Parameters<typeof io>[0], KeyChoice | RegExp, RegExp?][] = [
     [{ apiKeyStdin: true }, { stdin: `${KEY}\r\nsecond line\n` }, { ok: true, apiKey: KEY, from: "stdin" }],
@@ -245,7 +245,7 @@ Deno.test({
     assertEquals(code, 0, screen);
     assertStringIncludes(
       screen,
-      `OpenViking API key for ${fake.url} (a user key, or the server's root key`,
+      `OpenViking API key for ${fake.url} (a user key; not shown`,
     );
     assertNotMatch(screen, new RegExp(KEY), "the typed key is not echoed");
     assertStringIncludes(screen, "api_key = (not shown; from the terminal)");
