@@ -28,10 +28,8 @@ export type CredentialArgs = {
   user?: string;
 };
 
-/** One setting written (`shown`: the value as said) or deleted. */
 type Setting = { name: string; shown?: string; note?: string };
 
-/** A setting as done (`url = …`, `account deleted`) or, `planned`, to do (`set url to …`, `delete account`). */
 function said(s: Setting, planned: boolean): string {
   const note = s.note ? ` (${s.note})` : "";
   if (s.shown === undefined) return planned ? `delete ${s.name}${note}` : `${s.name} deleted${note}`;
@@ -39,7 +37,6 @@ function said(s: Setting, planned: boolean): string {
   return s.shown.startsWith("(") ? `set ${s.name} ${s.shown}` : `set ${s.name} to ${s.shown}`;
 }
 
-/** Sets (or with "" deletes) the server URL in `doc`; says what it did, or why the URL is refused. */
 function mergeUrl(doc: Record<string, unknown>, given: string, settings: Setting[]): string | undefined {
   const url = given.trim().replace(/\/+$/, "");
   if (url === "") {
@@ -54,10 +51,6 @@ function mergeUrl(doc: Record<string, unknown>, given: string, settings: Setting
   return undefined;
 }
 
-/**
- * Sets (or with "" deletes) key, account and user. A saved key never follows the URL to another origin, and
- * is not deleted for it unasked (a mistyped URL would lose it): the refusal says how to go on.
- */
 function mergeIdentity(
   doc: Record<string, unknown>,
   args: CredentialArgs,
@@ -226,14 +219,12 @@ export async function chooseApiKey(flags: KeyFlags, io: KeyIo): Promise<KeyChoic
   return answered(await ask(io, where, "to cancel"), { ok: false, error });
 }
 
-/** Asks the terminal for the key at `where`, saying what Enter does; undefined when cancelled. */
 function ask(io: KeyIo, where: string | undefined, enter: string): Promise<string | undefined> {
   return io.askHidden(
     `OpenViking API key${where ? ` for ${where}` : ""} (a user key; not shown as you type; Enter ${enter}): `,
   );
 }
 
-/** The choice an answer makes: the key typed, `enter` for none, or cancelled. */
 function answered(answer: string | undefined, enter: KeyChoice): KeyChoice {
   if (answer === undefined) return { ok: false, error: "cancelled; nothing was changed" };
   return answer === "" ? enter : { ok: true, apiKey: answer, from: "the terminal" };
@@ -299,10 +290,6 @@ function rootKeyRefused(url: string, account: string, user: string): string {
   ].join("\n");
 }
 
-/**
- * Why a key given is not saved when the server cannot be asked (`health`: how asking failed), and the install
- * without it that works as printed: past a key saved for another address, it deletes that one (`--api-key ""`).
- */
 async function uncheckedKey(ctx: Context, health: OvFailure, url: string): Promise<string> {
   const saved = await savedConnection(ctx.env);
   const other = saved.apiKey !== "" && originOf(saved.url) !== originOf(url) ? originOf(saved.url) : "";

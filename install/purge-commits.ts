@@ -1,8 +1,7 @@
 /**
  * What `uninstall --purge` does about the idle commits before it deletes the hook state: each session's owed
- * commit is queued for the server and identity it is owed to (the queue stays, and the replay that sends it
- * there is named); a capture cut off mid-send is named. The home's idle watch (memory/idle-commit.ts) ends within a second of the
- * hook state going; the copy sweep after waits for it (install/program.ts).
+ * commit is queued for the server and identity it is owed to; a capture cut off mid-send is named. Install's
+ * line when a new key replaces the old.
  */
 
 import type { Context, Plan, Step } from "./transaction.ts";
@@ -99,7 +98,6 @@ async function stuckOf(ctx: Context, file: string, s: SessionState, here: string
   return undefined;
 }
 
-/** `lines` wrapped to the report width, continuations indented; a command line (indented 4) stays whole. */
 const wrapped = (lines: string[]) =>
   lines.flatMap((l) => l.startsWith("    ") ? [l] : wrap(l, `${/^ */.exec(l)![0]}  `)).join("\n");
 
@@ -215,7 +213,6 @@ export async function purgeCommitStep(
   };
 }
 
-/** The state files of the sessions a hook holds the lock of now (a capture running, or a first one). */
 async function runningSessions(dir: string): Promise<string[]> {
   const names = await Array.fromAsync(Deno.readDir(dir), (e) => e.name).catch(() => [] as string[]);
   return names.filter((n) => n.endsWith(".json.lock") && !n.endsWith(".prompt.json.lock"))
