@@ -49,7 +49,6 @@ import {
   type FileChange,
   fileStep,
   type InstallOptions,
-  type Note,
   type Plan,
   planFile,
   readText,
@@ -99,7 +98,6 @@ const entriesOf = (dir: string) =>
 /** A path with `/` separators and no trailing one, to compare two that name one directory. */
 const norm = (p: string) => p.replaceAll("\\", "/").replace(/\/+$/, "");
 const pluginRoot = (state: KimiState) => joinPath(state.paths.managedDir, PLUGIN_ID);
-const hooksRun = (command: string): Note => (p) => `Hooks ${p ? "would run" : "run"}: ${command}`;
 
 function kimiFiles(state: KimiState) {
   const { config, mcp, registry } = state.paths;
@@ -255,7 +253,16 @@ async function planPluginMode(ctx: Context, state: KimiState, program: Program, 
   if (p?.enabled === false) {
     plan.notes.push(`Note: the plugin is disabled in Kimi; enable it with \`/plugins enable ${PLUGIN_ID}\`.`);
   }
-  plan.notes.push(hooksRun(`./${program.pluginBin.path} hook <event>, in ${root}`));
+  // From a checkout, what the hooks run is the program copy its launcher is in.
+  const copy = ctx.self.kind === "checkout" ? dirName(dirName(program.command)) : undefined;
+  const deno = ctx.deno ?? Deno.execPath();
+  plan.notes.push((p) =>
+    `Hooks ${p ? "would run" : "run"}: ./${program.pluginBin.path} hook <event>, in ${root}` +
+    (copy
+      ? `: the program copy ${copy}, with ${deno}, not this checkout (moving or deleting the checkout ` +
+        `${p ? "would change" : "changes"} nothing; run install again to update them)`
+      : "")
+  );
   return undefined;
 }
 
@@ -385,7 +392,6 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
   if (typeof program === "string") return refuse(program);
   const problem = await planPluginMode(ctx, state, program, plan);
   if (problem) return refuse(problem);
-  if (program.note) plan.notes.push(program.note);
   if (plan.steps.length) {
     const sweep = await sweepStep(ctx.env, { keep: program.keep, kimiHome: home });
     if (sweep) plan.steps.push(sweep);
