@@ -71,6 +71,11 @@ const flags = (partial: Partial<KeyFlags>): KeyFlags => ({
 Deno.test("where install takes the key from, and when it asks", async () => {
   const url = "http://h:1933";
   const tty = { terminal: true, answer: KEY };
+  await using dir = await tempDir(); // a HOME whose ovcli.conf holds a key saved for http://h:1933
+  await Deno.mkdir(`${dir.path}/.openviking`);
+  await Deno.writeTextFile(`${dir.path}/.openviking/ovcli.conf`, JSON.stringify({ url, api_key: KEY }));
+  const saved = { HOME: dir.path };
+  const elsewhere = "http://elsewhere:1933";
   const asksFor =
     /^OpenViking API key for http:\/\/h:1933 \(a user key; not shown as you type; Enter for none\)/;
   // [flags, terminal and stdin, the choice (or its error), what is asked (undefined: nothing)]
@@ -102,6 +107,21 @@ Deno.test("where install takes the key from, and when it asks", async () => {
     [{ url, dryRun: true }, tty, { ok: true }],
     [{ url }, { answer: KEY }, { ok: true }],
     [{ apiKeyStdin: true }, tty, { ok: true, apiKey: KEY, from: "the terminal" }, /Enter to cancel/],
+    // A key saved for the address: nothing asked. Another address is asked for its own; Enter there deletes
+    // the saved key, as the prompt says (api_key_server_test's "the way … works as printed" deletes it).
+    [{ url: `${url}/` }, { ...tty, env: saved }, { ok: true }],
+    [
+      { url: elsewhere },
+      { ...tty, env: saved },
+      { ok: true, apiKey: KEY, from: "the terminal" },
+      /^OpenViking API key for http:\/\/elsewhere:1933 /,
+    ],
+    [
+      { url: elsewhere },
+      { terminal: true, answer: "", env: saved },
+      { ok: true, apiKey: "", from: "the terminal" },
+      /Enter for none: it deletes the key saved for http:\/\/h:1933, keeping the old file as ovcli\.conf\.bak\)/,
+    ],
   ];
   for (const [given, options, want, asked] of cases) {
     const t = io(options);
@@ -137,41 +157,6 @@ Deno.test("a server needs a key when it refuses memory's routes without one; dev
   assertEquals(await serverNeedsKey(dev.url), false);
   assertEquals(await serverNeedsKey(closedAddress()), false);
   assertEquals(await serverNeedsKey("not an address"), false);
-});
-
-Deno.test("a key saved for the address is kept without asking; another address is asked for its own", async () => {
-  await using dir = await tempDir();
-  await Deno.mkdir(`${dir.path}/.openviking`);
-  await Deno.writeTextFile(
-    `${dir.path}/.openviking/ovcli.conf`,
-    JSON.stringify({ url: "http://h:1933", api_key: KEY }),
-  );
-  const same = io({ terminal: true, answer: "typed", env: { HOME: dir.path } });
-  assertEquals(await chooseApiKey(flags({ url: "http://h:1933/" }), same.fake), { ok: true });
-  assertEquals(same.asked, [], "the saved key is for this address: nothing is asked");
-  const other = io({ terminal: true, answer: "typed", env: { HOME: dir.path } });
-  assertEquals(await chooseApiKey(flags({ url: "http://elsewhere:1933" }), other.fake), {
-    ok: true,
-    apiKey: "typed",
-    from: "the terminal",
-  });
-  assertMatch(other.asked[0], /^OpenViking API key for http:\/\/elsewhere:1933 /);
-});
-
-// That `--api-key ""` then deletes the key, keeping ovcli.conf.bak, is api_key_server_test's "the way on install
-// gives when the server does not answer works as printed".
-Deno.test("Enter at the prompt for another address than the saved key's deletes that key, as the prompt says", async () => {
-  await using dir = await tempDir();
-  await Deno.mkdir(`${dir.path}/.openviking`);
-  const old = JSON.stringify({ url: "http://h:1933", api_key: KEY });
-  await Deno.writeTextFile(`${dir.path}/.openviking/ovcli.conf`, old);
-  const enter = io({ terminal: true, answer: "", env: { HOME: dir.path } });
-  const choice = await chooseApiKey(flags({ url: "http://elsewhere:1933" }), enter.fake);
-  assertMatch(
-    enter.asked[0],
-    /Enter for none: it deletes the key saved for http:\/\/h:1933, keeping the old file as ovcli\.conf\.bak\)/,
-  );
-  assertEquals(choice, { ok: true, apiKey: "", from: "the terminal" });
 });
 
 const hasPty = posix &&
