@@ -26,7 +26,7 @@ import {
   pluginMemoryFiles,
   sameBytes,
 } from "./spec.ts";
-import { keyToSave, planOvcli, savedConnection } from "./ovcli.ts";
+import { keyRefusal, planOvcli, savedConnection } from "./ovcli.ts";
 import {
   installedHomes,
   madeDirList,
@@ -49,7 +49,6 @@ import {
   type FileChange,
   fileStep,
   type InstallOptions,
-  type Note,
   type Plan,
   planFile,
   readText,
@@ -99,9 +98,7 @@ const entriesOf = (dir: string) =>
 /** A path with `/` separators and no trailing one, to compare two that name one directory. */
 const norm = (p: string) => p.replaceAll("\\", "/").replace(/\/+$/, "");
 const pluginRoot = (state: KimiState) => joinPath(state.paths.managedDir, PLUGIN_ID);
-const hooksRun = (command: string): Note => (p) => `Hooks ${p ? "would run" : "run"}: ${command}`;
 
-/** Kimi's three files of a home: path, text as read, and the planner taking our part out of a text. */
 function kimiFiles(state: KimiState) {
   const { config, mcp, registry } = state.paths;
   return {
@@ -215,7 +212,6 @@ async function pluginInPlace(root: string, files: TreeFile[]): Promise<boolean> 
   return true;
 }
 
-/** Plans the plugin: config mode out, the plugin directory placed whole (unless in place), its record. */
 async function planPluginMode(ctx: Context, state: KimiState, program: Program, plan: Plan) {
   if (state.registryError) return state.registryError;
   const leave = await planConfigOut(ctx.env, state, plan, true);
@@ -257,14 +253,19 @@ async function planPluginMode(ctx: Context, state: KimiState, program: Program, 
   if (p?.enabled === false) {
     plan.notes.push(`Note: the plugin is disabled in Kimi; enable it with \`/plugins enable ${PLUGIN_ID}\`.`);
   }
-  plan.notes.push(hooksRun(`./${program.pluginBin.path} hook <event>, in ${root}`));
+  // From a checkout, what the hooks run is the program copy its launcher is in.
+  const copy = ctx.self.kind === "checkout" ? dirName(dirName(program.command)) : undefined;
+  const deno = ctx.deno ?? Deno.execPath();
+  plan.notes.push((p) =>
+    `Hooks ${p ? "would run" : "run"}: ./${program.pluginBin.path} hook <event>, in ${root}` +
+    (copy
+      ? `: the program copy ${copy}, with ${deno}, not this checkout (moving or deleting the checkout ` +
+        `${p ? "would change" : "changes"} nothing; run install again to update them)`
+      : "")
+  );
   return undefined;
 }
 
-/**
- * After a plugin-mode install: fills the new system prompt with the user's profile when OpenViking answered
- * (`answers`), within a few seconds; else the next session start does. Says what happened.
- */
 async function refreshInstalledPrompt(ctx: Context, root: string, answers: boolean): Promise<void> {
   const file = joinPath(root, SYSTEM_PROMPT_FILE);
   const { config } = await loadConfig(ctx.env);
@@ -279,7 +280,6 @@ async function refreshInstalledPrompt(ctx: Context, root: string, answers: boole
   );
 }
 
-/** Why OpenViking's own plugin stands in the way (its enabled record, block, hooks or MCP entry), or undefined. */
 function upstreamProblem({ plugin, paths, blocks, upstreamHooks, mcpOwner }: KimiState): string | undefined {
   const found = [
     plugin?.owner === "upstream" && plugin.enabled && `the "${PLUGIN_ID}" plugin in ${paths.registry}`,
@@ -297,29 +297,29 @@ function upstreamProblem({ plugin, paths, blocks, upstreamHooks, mcpOwner }: Kim
 
 /**
  * Plans the settings given into ovcli.conf (the file replaced kept as its `.bak`), a key asked of the server
- * first (ovcli.ts keyToSave); the saved key stays for its own address.
+ * first; the saved key stays for its own address. Why not (with its exit code), else undefined.
  */
-async function planCredentials(ctx: Context, options: InstallOptions, home: string, plan: Plan) {
+async function planCredentials(
+  ctx: Context,
+  options: InstallOptions,
+  home: string,
+  plan: Plan,
+): Promise<{ error: string; code: number } | undefined> {
   const path = credentialFilePaths(ctx.env).cli;
   const read = await readText(path);
-  if (!read.ok) return read.error;
+  if (!read.ok) return { error: read.error, code: 1 };
   const before = read.text;
   const saved = await savedConnection(ctx.env);
-  let creds = options.credentials;
-  const valid = planOvcli(before, creds, path, saved.url);
-  if (!valid.ok) return valid.error;
+  const creds = options.credentials;
+  const ov = planOvcli(before, creds, path, saved.url);
+  if (!ov.ok) return { error: ov.error, code: 1 };
   const url = creds.url === undefined ? saved.url : creds.url.trim().replace(/\/+$/, "") || DEFAULT_BASE_URL;
   if (creds.apiKey) {
-    const given = { apiKey: creds.apiKey, from: creds.apiKeyFrom ?? "" };
-    const key = await keyToSave(ctx, given, { ...creds, url, dryRun: options.dryRun });
-    if (!key.ok) return key.error;
-    for (const line of key.said) ctx.out.info(`API key: ${line}`);
-    creds = { ...creds, apiKey: key.apiKey, apiKeyFrom: key.from };
+    const refused = await keyRefusal(ctx, creds.apiKey, { ...creds, url });
+    if (refused) return refused;
   } else if (creds.apiKey === undefined && saved.apiKey && originOf(url) === originOf(saved.url)) {
     plan.notes.push(`API key: the one saved for ${originOf(url)} is kept (to change it: --api-key-stdin).`);
   }
-  const ov = planOvcli(before, creds, path, saved.url);
-  if (!ov.ok) return ov.error;
   if (!ov.changed) return undefined;
   const moved = await installedHomes(ctx.env, home);
   if (url !== saved.url) {
@@ -351,7 +351,6 @@ async function planCredentials(ctx: Context, options: InstallOptions, home: stri
   return undefined;
 }
 
-/** After an install, whether the server answers (`/health`, and memory's routes take the key); if not, the fix. */
 async function serverNote(ctx: Context): Promise<boolean> {
   const { config } = await loadConfig(ctx.env);
   const checks = await serverChecks(config, ctx.fetch, { quick: true, env: ctx.env });
@@ -388,12 +387,11 @@ export async function runInstall(ctx: Context, options: InstallOptions): Promise
   }
   const plan: Plan = { steps: [], notes: [] };
   const credentials = await planCredentials(ctx, options, home, plan);
-  if (credentials) return refuse(credentials);
+  if (credentials) return fail(ctx.out, "install", credentials.error, credentials.code);
   const program = await planProgram(ctx, home, plan);
   if (typeof program === "string") return refuse(program);
   const problem = await planPluginMode(ctx, state, program, plan);
   if (problem) return refuse(problem);
-  if (program.note) plan.notes.push(program.note);
   if (plan.steps.length) {
     const sweep = await sweepStep(ctx.env, { keep: program.keep, kimiHome: home });
     if (sweep) plan.steps.push(sweep);
@@ -467,10 +465,7 @@ async function purgeableData(ctx: Context, notes: Plan["notes"]): Promise<string
   return out;
 }
 
-/**
- * Plans deleting the home's `.bak` copies that hold nothing but what the file holds after the run (and our
- * part); any other `.bak` stays as it is. No new `.bak` is made.
- */
+/** Plans deleting the home's `.bak` copies that hold nothing but what the file holds after the run (and our part). */
 async function planBackupsClean(state: KimiState, plan: Plan): Promise<void> {
   for (const [kind, { path, text: now, out }] of Object.entries(kimiFiles(state))) {
     const change = plan.steps.find((s) => s.change?.path === path)?.change;
@@ -488,7 +483,6 @@ async function planBackupsClean(state: KimiState, plan: Plan): Promise<void> {
   }
 }
 
-/** Whether the PATH command is ours (a link into our integration directory): its path, else undefined. */
 async function ourCommand(ctx: Context): Promise<string | undefined> {
   const command = pathCommand(ctx.env, ctx.os);
   return command && (await commandAt(command, ctx.env)).kind === "ours" ? command : undefined;
@@ -536,12 +530,12 @@ async function planPurge(
   const shared = await sharedTargets(ctx, others.length ? [] : plan.notes);
   const meanwhile: string[] = [];
   if (others.length === 0) {
-    // The hook state goes: what waits for a commit is committed first, and our idle watch let go of its copy.
+    // The hook state goes: the commits it owes are queued first.
     const idle = await purgeCommitStep(ctx, plan, yes);
     if (typeof idle === "string") return idle;
     if (idle) {
       plan.steps.push(idle);
-      // A capture still running (the commit step waits for it) may make the hook state or ledger meanwhile.
+      // A capture still running (the step waits for it) may make the hook state or ledger meanwhile.
       meanwhile.push(...[hookStateDir(ctx.env), ledgerDir(ctx.env)].filter((t) => !shared.includes(t)));
     }
     targets.push(...shared, ...meanwhile);
@@ -552,7 +546,7 @@ async function planPurge(
   for (const t of targets) {
     const step = removalStep(t, `delete ${t}`, `removed ${t}`);
     const run = step.run;
-    // A commit the purge could not send is queued or kept there (install/purge-commits.ts): such a queue stays.
+    // The purge queues commits there (install/purge-commits.ts): such a queue stays.
     const sub = [QUEUE_SUBDIR, REJECTED_SUBDIR].find((s) => joinPath(pendingDir(ctx.env), s) === t);
     if (sub) step.run = async () => (await queueSummary(pendingDir(ctx.env), sub)).entries ? {} : await run();
     if (meanwhile.includes(t)) step.run = async () => await exists(t) ? await run() : {};
@@ -625,7 +619,6 @@ async function planLeftEmpty(env: Env, state: KimiState, last: boolean, plan: Pl
   });
 }
 
-/** What `--purge` leaves of OpenViking's own files, in words: ovcli.conf and other clients' queue files, when there. */
 async function keptShared(ctx: Context): Promise<string[]> {
   const ovcli = credentialFilePaths(ctx.env).cli;
   const pending = pendingDir(ctx.env);
@@ -678,7 +671,6 @@ export async function runUninstall(ctx: Context, options: InstallOptions): Promi
   if (problem) return fail(out, "uninstall", problem);
   const prompt = joinPath(pluginRoot(state), SYSTEM_PROMPT_FILE);
   if ((await read(prompt))?.startsWith(SYSTEM_PROMPT_TITLE)) {
-    // It holds the user's profile.
     const describe = `delete ${prompt} (the profile in the plugin's system prompt)`;
     plan.steps.push(removalStep(prompt, describe, `system prompt removed: ${prompt}`));
   }

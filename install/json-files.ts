@@ -26,7 +26,6 @@ export function parseJson(text: string): Result<{ value: unknown }> {
   }
 }
 
-/** The tree of JSON text `JSON.parse` accepted (offsets into the text); undefined when nested too deep. */
 function treeOf(text: string): Node | undefined {
   try {
     return parseTree(text);
@@ -129,7 +128,6 @@ export function findRecord(registry: z.infer<typeof RegistrySchema>): RegistryRe
   return registry.plugins.find((p) => p.id.toLowerCase() === PLUGIN_ID);
 }
 
-/** A planned registry change. */
 type RegistryPlan = Edit<{ previous: RegistryRecord | undefined }>;
 
 /** The registry install creates when there is none, without our record: uninstall deletes it again. */

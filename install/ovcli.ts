@@ -1,23 +1,20 @@
 /**
  * Connection settings merged into `~/.openviking/ovcli.conf` as OpenViking's other installers do (unknown
  * fields kept, `""` deletes); the key asked of the user, never shown, and asked of the server before it is
- * saved: a root key (refused on memory's routes) becomes a user key made with the admin API, used for those
- * requests only, never written, logged or printed.
+ * saved: a root key (refused on memory's routes) is refused with the commands that make a user key.
  */
 
-import * as z from "zod/mini";
 import { parseJson } from "./json-files.ts";
 import type { Edit, Result } from "./spec.ts";
 import { HealthReply } from "./check.ts";
 import type { Context } from "./transaction.ts";
-import { asRecord, isRecord } from "../lib/parsed.ts";
-import { readJson } from "../lib/fs.ts";
+import { isRecord } from "../lib/parsed.ts";
 import { type Env, urlProblem } from "../lib/paths.ts";
 import { commandName } from "../lib/self.ts";
 import { USER_AGENT } from "../lib/version.ts";
-import { adviceFor, asSentence, isRootKeyRefusal } from "../openviking/advice.ts";
-import { askDataAccess, createClient, type OpenVikingClient, type OvFailure } from "../openviking/client.ts";
-import { credentialFilePaths, DEFAULT_BASE_URL, loadConfig, originOf } from "../openviking/config.ts";
+import { adviceFor, isRootKeyRefusal } from "../openviking/advice.ts";
+import { askDataAccess, createClient, type OvFailure } from "../openviking/client.ts";
+import { DEFAULT_BASE_URL, loadConfig, originOf } from "../openviking/config.ts";
 
 /**
  * Connection settings given on the command line (`undefined` = not given, `""` = delete); `apiKeyFrom`: where
@@ -31,10 +28,8 @@ export type CredentialArgs = {
   user?: string;
 };
 
-/** One setting written (`shown`: the value as said) or deleted. */
 type Setting = { name: string; shown?: string; note?: string };
 
-/** A setting as done (`url = …`, `account deleted`) or, `planned`, to do (`set url to …`, `delete account`). */
 function said(s: Setting, planned: boolean): string {
   const note = s.note ? ` (${s.note})` : "";
   if (s.shown === undefined) return planned ? `delete ${s.name}${note}` : `${s.name} deleted${note}`;
@@ -42,7 +37,6 @@ function said(s: Setting, planned: boolean): string {
   return s.shown.startsWith("(") ? `set ${s.name} ${s.shown}` : `set ${s.name} to ${s.shown}`;
 }
 
-/** Sets (or with "" deletes) the server URL in `doc`; says what it did, or why the URL is refused. */
 function mergeUrl(doc: Record<string, unknown>, given: string, settings: Setting[]): string | undefined {
   const url = given.trim().replace(/\/+$/, "");
   if (url === "") {
@@ -57,10 +51,6 @@ function mergeUrl(doc: Record<string, unknown>, given: string, settings: Setting
   return undefined;
 }
 
-/**
- * Sets (or with "" deletes) key, account and user. A saved key never follows the URL to another origin, and
- * is not deleted for it unasked (a mistyped URL would lose it): the refusal says how to go on.
- */
 function mergeIdentity(
   doc: Record<string, unknown>,
   args: CredentialArgs,
@@ -224,20 +214,17 @@ export async function chooseApiKey(flags: KeyFlags, io: KeyIo): Promise<KeyChoic
   }
   io.warn(`The server at ${where} needs an API key: without one, memory's requests are refused.`);
   const error = `no API key given, and the server at ${where} needs one; nothing was changed. Run install ` +
-    "again and type the key (a user key, or the server's root key to make one), or pipe it in with " +
+    "again and type a user key, or pipe it in with " +
     "--api-key-stdin (`< keyfile`).";
   return answered(await ask(io, where, "to cancel"), { ok: false, error });
 }
 
-/** Asks the terminal for the key at `where`, saying what Enter does; undefined when cancelled. */
 function ask(io: KeyIo, where: string | undefined, enter: string): Promise<string | undefined> {
   return io.askHidden(
-    `OpenViking API key${where ? ` for ${where}` : ""} (a user key, or the server's root key to make one; ` +
-      `not shown as you type; Enter ${enter}): `,
+    `OpenViking API key${where ? ` for ${where}` : ""} (a user key; not shown as you type; Enter ${enter}): `,
   );
 }
 
-/** The choice an answer makes: the key typed, `enter` for none, or cancelled. */
 function answered(answer: string | undefined, enter: KeyChoice): KeyChoice {
   if (answer === undefined) return { ok: false, error: "cancelled; nothing was changed" };
   return answer === "" ? enter : { ok: true, apiKey: answer, from: "the terminal" };
@@ -284,84 +271,25 @@ export async function askHiddenOnTerminal(question: string): Promise<string | un
   return cancelled ? undefined : new TextDecoder().decode(new Uint8Array(bytes)).trim();
 }
 
-/** The account and user install makes with a root key unless --account/--user name others (dev mode's own). */
+/** The account and user a keyless server uses: the commands that make a user key name them unless told others. */
 const DEFAULT_ID = "default";
-/** OpenViking's rule for account and user ids (openviking/core/identifiers.py). */
-const ID = /^[A-Za-z0-9_.@-]+$/;
 
-const UserKeyReply = z.looseObject({ user_key: z.string() });
-const UsersReply = z.array(z.looseObject({ user_id: z.string(), api_key: z.optional(z.string()) }));
-
-/** ov.conf's root key, unless its server runs in trusted mode (where the root key is what clients send). */
-async function rootKeyOfOvConf(ctx: Context): Promise<string | undefined> {
-  const path = credentialFilePaths(ctx.env).ov;
-  const server = asRecord(asRecord(path ? await readJson(path) : undefined).server);
-  const key = typeof server.root_api_key === "string" ? server.root_api_key.trim() : "";
-  return key && server.auth_mode !== "trusted" ? key : undefined;
-}
-
-/** The commands that make a user key with the root key (in `$ROOT_KEY`), for when install cannot. */
-function manualWay(url: string, account: string, user: string): string {
+/** Why a root key is refused, and the two admin-API commands that make a user key with it (in `$ROOT_KEY`). */
+function rootKeyRefused(url: string, account: string, user: string): string {
   const post = (path: string, body: unknown) =>
     `  curl -sS -X POST ${url}${path} -H "Authorization: Bearer $ROOT_KEY" ` +
     `-H "Content-Type: application/json" -d '${JSON.stringify(body)}'`;
   return [
-    "To make a user key yourself, with the root key in $ROOT_KEY (the first command makes the account with " +
-    "the user as its admin; when it answers 409, the account exists and the second adds the user):",
+    "the key given is OpenViking's root key (server.root_api_key), which administers the server and may not " +
+    "use memory: it is not saved and nothing was changed. Make a user key with it, the root key in $ROOT_KEY " +
+    "(the first command makes the account with the user as its admin; when it answers 409, the account exists " +
+    "and the second adds the user):",
     post("/api/v1/admin/accounts", { account_id: account, admin_user_id: user }),
-    post(`/api/v1/admin/accounts/${account}/users`, { user_id: user, role: "user" }),
+    post(`/api/v1/admin/accounts/${encodeURIComponent(account)}/users`, { user_id: user, role: "user" }),
     `then give the "user_key" of the reply to install: \`${commandName()} install --url ${url} --api-key-stdin\`.`,
   ].join("\n");
 }
 
-/** What a dry run saves in the key's place (never written; the diff masks it) when the server would make the key. */
-const KEY_TO_MAKE = "(the user key install would make)";
-
-/**
- * The user key of `user` in `account`, made or reused with the root key: what was done, or why not. A dry run
- * only reads the user list: the key it would reuse, else {@link KEY_TO_MAKE}, and what it would do.
- */
-async function makeUserKey(
-  root: OpenVikingClient,
-  account: string,
-  user: string,
-  dryRun: boolean,
-): Promise<{ key: string; said: string; after?: string } | OvFailure> {
-  const exists = (r: { ok: boolean; status: number }) => !r.ok && r.status === 409;
-  const post = (path: string, body: unknown) => root.request("POST", path, UserKeyReply, { body });
-  const users = `/api/v1/admin/accounts/${encodeURIComponent(account)}/users`;
-  const named = `user ${user} in account ${account}`;
-  if (!dryRun) {
-    const made = await post("/api/v1/admin/accounts", { account_id: account, admin_user_id: user });
-    if (made.ok) {
-      return { key: made.result.user_key, said: `made account ${account} with user ${user}, its admin` };
-    }
-    if (!exists(made)) return made;
-    const added = await post(users, { user_id: user, role: "user" });
-    if (added.ok) return { key: added.result.user_key, said: `made ${named}` };
-    if (!exists(added)) return added;
-  }
-  const list = await root.request("GET", users, UsersReply, { query: { name: user } });
-  if (!list.ok && !(dryRun && list.status === 404)) return list;
-  const found = list.ok ? list.result.find((u) => u.user_id === user) : undefined;
-  if (found?.api_key) {
-    return { key: found.api_key, said: `${dryRun ? "would reuse" : "reused"} the key of ${named}` };
-  }
-  if (dryRun && !found) return { key: KEY_TO_MAKE, said: `would make ${named}` };
-  // The server keeps only hashes of keys: the one way to a key is a new one.
-  const fresh = dryRun ? undefined : await post(`${users}/${encodeURIComponent(user)}/key`, {});
-  if (fresh && !fresh.ok) return fresh;
-  return {
-    key: fresh?.result.user_key ?? KEY_TO_MAKE,
-    said: `${dryRun ? "would make" : "made"} a new key for ${named} (the server keeps no readable keys)`,
-    after: `The user's previous key ${dryRun ? "would no longer work" : "no longer works"}.`,
-  };
-}
-
-/**
- * Why a key given is not saved when the server cannot be asked (`health`: how asking failed), and the install
- * without it that works as printed: past a key saved for another address, it deletes that one (`--api-key ""`).
- */
 async function uncheckedKey(ctx: Context, health: OvFailure, url: string): Promise<string> {
   const saved = await savedConnection(ctx.env);
   const other = saved.apiKey !== "" && originOf(saved.url) !== originOf(url) ? originOf(saved.url) : "";
@@ -374,56 +302,30 @@ async function uncheckedKey(ctx: Context, health: OvFailure, url: string): Promi
     `the key; or install without a key now (${without}) and give it once the server answers.`;
 }
 
-/**
- * Asks the server about `given` before it is saved: the key to save, where it came from and what was (in a dry
- * run: would be) done; a refused key, or one nobody can check, stops install.
- */
-export async function keyToSave(
+/** Why install refuses a key, asked of the server first (exit 2 for a root key), or undefined when it is saved. */
+export async function keyRefusal(
   ctx: Context,
-  given: { apiKey: string; from: string },
-  target: { url: string; account?: string; user?: string; dryRun: boolean },
-): Promise<Result<{ apiKey: string; from: string; said: string[] }>> {
-  const account = target.account || DEFAULT_ID;
-  const user = target.user || DEFAULT_ID;
-  const rootByFile = given.apiKey === await rootKeyOfOvConf(ctx);
-  const identity = { ...target, baseUrl: target.url, apiKey: given.apiKey, userAgent: USER_AGENT };
+  apiKey: string,
+  target: { url: string; account?: string; user?: string },
+): Promise<{ error: string; code: number } | undefined> {
+  const identity = { ...target, baseUrl: target.url, apiKey, userAgent: USER_AGENT };
   const client = createClient({ ...identity, timeoutMs: 5000 }, "", { fetch: ctx.fetch });
   const health = await client.request("GET", "/health", HealthReply);
-  if (health.ok && health.result.auth_mode === "trusted") return { ok: true, ...given, said: [] };
+  if (health.ok && health.result.auth_mode === "trusted") return undefined;
   const data = health.ok ? await askDataAccess(client) : health;
-  if (data.ok || (health.ok && data.kind !== "auth")) return { ok: true, ...given, said: [] };
-  if (!rootByFile && !isRootKeyRefusal(data)) {
-    if (!health.ok) return { ok: false, error: await uncheckedKey(ctx, health, target.url) };
+  if (data.ok || (health.ok && data.kind !== "auth")) return undefined;
+  if (!health.ok) return { error: await uncheckedKey(ctx, health, target.url), code: 1 };
+  if (isRootKeyRefusal(data)) {
     return {
-      ok: false,
-      error: `the server at ${target.url} refused this key (HTTP ${data.status}: ${data.error.message}); ` +
-        "it is not saved and nothing was changed. A user key comes from the server's root key (ov.conf's " +
-        "server.root_api_key): give install that once and it makes one; or ask the server's admin for one.",
+      error: rootKeyRefused(target.url, target.account || DEFAULT_ID, target.user || DEFAULT_ID),
+      code: 2,
     };
   }
-  const named = `user ${user} in account ${account}`;
-  const rootKey = "the key given is OpenViking's root key (server.root_api_key), which may not use memory: " +
-    "it is not saved";
-  if (![account, user].every((id) => ID.test(id))) {
-    return { ok: false, error: `${rootKey}; --account and --user take letters, digits and _ . @ - only.` };
-  }
-  const made = health.ok ? await makeUserKey(client, account, user, target.dryRun) : health;
-  if ("key" in made) {
-    const saved = await savedConnection(ctx.env);
-    const kept = saved.apiKey === made.key && originOf(saved.url) === originOf(target.url);
-    const said = `${rootKey}; with it, install ${made.said}${
-      kept ? ", the key saved already" : ` and ${target.dryRun ? "save" : "saves"} that user's key instead`
-    }.`;
-    return {
-      ok: true,
-      apiKey: made.key,
-      from: `the admin API: ${named}`,
-      said: [said + (made.after ? ` ${made.after}` : "")],
-    };
-  }
-  const why = asSentence(adviceFor(made, target.url).summary);
-  const error =
-    `${rootKey}, and no user key could be made with it: ${why} Nothing was changed. Fix that and run ` +
-    "install again with the root key, or make the key yourself.\n";
-  return { ok: false, error: error + manualWay(target.url, account, user) };
+  return {
+    error:
+      `the server at ${target.url} refused this key (HTTP ${data.status}: ${data.error.message}); it is ` +
+      "not saved and nothing was changed. Give a user key: the server's admin makes one, or you with its root " +
+      'key (README: "Server with API keys").',
+    code: 1,
+  };
 }

@@ -1,9 +1,7 @@
 /**
- * What `uninstall --purge` does about the idle commits before it deletes the hook state: what waits for a
- * commit on the server configured now is committed, within a bound, or queued; another server's or
- * identity's gets its commit queued for it (the queue stays, and the replay that sends it there is named); a
- * capture cut off mid-send is named. The home's idle watch (memory/idle-commit.ts) ends within a second of the
- * hook state going; the copy sweep after waits for it (install/program.ts).
+ * What `uninstall --purge` does about the idle commits before it deletes the hook state: each session's owed
+ * commit is queued for the server and identity it is owed to; a capture cut off mid-send is named. Install's
+ * line when a new key replaces the old.
  */
 
 import type { Context, Plan, Step } from "./transaction.ts";
@@ -11,7 +9,6 @@ import { dirName, hookStateDir, joinPath, ledgerDir, pendingDir } from "../lib/p
 import { readLedger } from "../memory/ledger.ts";
 import { sessionDestination } from "../memory/context.ts";
 import {
-  commitCaptured,
   commitKey,
   committed,
   isFor,
@@ -21,7 +18,6 @@ import {
   updateState,
 } from "../memory/state.ts";
 import { waitingSessions } from "../memory/idle-commit.ts";
-import { Budget, createClient } from "../openviking/client.ts";
 import { loadConfig } from "../openviking/config.ts";
 import {
   countWords,
@@ -33,7 +29,6 @@ import {
   placeWords,
   QUEUE_SUBDIR,
   queueSummary,
-  REJECTED_SUBDIR,
   SessionQueue,
 } from "../openviking/queue.ts";
 import { commandName } from "../lib/self.ts";
@@ -103,15 +98,14 @@ async function stuckOf(ctx: Context, file: string, s: SessionState, here: string
   return undefined;
 }
 
-/** `lines` wrapped to the report width, continuations indented; a command line (indented 4) stays whole. */
 const wrapped = (lines: string[]) =>
   lines.flatMap((l) => l.startsWith("    ") ? [l] : wrap(l, `${/^ */.exec(l)![0]}  `)).join("\n");
 
 /**
- * The step, first of a last purge's: commits what waits (a commit that cannot be sent is queued, and the
- * queue is kept), queues another destination's commit for it, and notes what was not committed. None when
- * nothing waits; a refusal (a string) when a session's captures can be neither, unless `drop` (`--yes`):
- * its state would go with them.
+ * The step, first of a last purge's: queues the commit each waiting session owes, for its own destination (the
+ * queue is kept; the next replay sends it), once the captures still running have ended; none sent now. None
+ * when nothing waits; a refusal (a string) when a session's captures can be neither committed nor queued,
+ * unless `drop` (`--yes`): its state would go with them.
  */
 export async function purgeCommitStep(
   ctx: Context,
@@ -119,10 +113,11 @@ export async function purgeCommitStep(
   drop: boolean,
 ): Promise<Step | string | undefined> {
   const { config } = await loadConfig(ctx.env, ctx.cwd);
-  const here = await sessionDestination(config);
+  const [here, hereTo] = [await sessionDestination(config), await destinationFor(config)];
   const dir = hookStateDir(ctx.env);
   const waiting = await waitingSessions(dir, { ms: 0 });
   const [cmd, pending] = [commandName(ctx.env), pendingDir(ctx.env)];
+  const queueDir = joinPath(pending, QUEUE_SUBDIR);
   const count = (s: SessionState) => uncommitted(s).reduce((n, u) => n + u.captured, 0);
   const stuck = [];
   for (const w of waiting) {
@@ -145,38 +140,25 @@ export async function purgeCommitStep(
   const messages = waiting.reduce((n, w) => n + count(w.state), 0);
   return {
     describe: waiting.length
-      ? `commit the ${messages} captured message(s) of ${waiting.length} session(s) waiting for a commit now`
+      ? `queue the commit of the ${messages} captured message(s) of ${waiting.length} session(s) waiting for one`
       : `let the captures still running finish first (at most ${RUNNING_WAIT_MS / 1000} s)`,
     run: async () => {
-      const client = createClient(config, "", ctx.fetch ? { fetch: ctx.fetch } : {});
-      const to = { budget: new Budget(10_000), pendingDir: pending }; // the time all its commits get together
-      const [done, queued, missed]: string[][] = [[], [], []];
-      const away: (Destination & { what: string })[] = [];
-      const refused = `OpenViking refused the commit (kept in ${
-        joinPath(pending, REJECTED_SUBDIR)
-      }: install again and run "${cmd} replay --rejected")`;
-      /** What waits in `start` (state `file`) committed, or its commit queued, or named. */
+      const missed: string[] = [];
+      const queued: (Destination & { what: string })[] = [];
+      /** The commit each part of `start` (state `file`) owes, queued for its destination, or named. */
       const settle = async (file: string, start: SessionState) => {
         let s = start;
         const sid = s.ovSession;
         const why = sid && await stuckOf(ctx, file, s, here);
         for (const u of sid && !why ? uncommitted(s) : []) {
           const what = `${sid} (${u.captured} message(s))`;
-          const dest = isFor(u, here) ? undefined : await whereTo(ctx, file, u);
-          if (dest) {
-            const queue = await SessionQueue.open(pending, sid!, dest).catch(() => undefined);
-            if (!await queue?.commit(commitKey(sid!, u))) missed.push(`${what}: the queue cannot be written`);
-            else {
-              s = committed(s, u);
-              away.push({ ...dest, what });
-            }
-            continue;
+          const dest = isFor(u, here) ? u.to ?? hereTo : (await whereTo(ctx, file, u))!;
+          const queue = await SessionQueue.open(pending, sid!, dest).catch(() => undefined);
+          if (!await queue?.commit(commitKey(sid!, u))) missed.push(`${what}: the queue cannot be written`);
+          else {
+            s = committed(s, u);
+            queued.push({ ...dest, what });
           }
-          const { state, outcome: o } = await commitCaptured(client, sid!, s, here, to);
-          s = state;
-          if (o.kind === "committed") done.push(what);
-          else if (o.kind === "queued") queued.push(what);
-          else missed.push(`${what}: ${o.kind === "failed" ? o.message : refused}`);
         }
         if (why && count(s) && !drop) {
           const again = `run \`${cmd} uninstall --purge\` again`;
@@ -208,32 +190,29 @@ export async function purgeCommitStep(
           );
         }
       }
-      if (queued.length) {
+      const [away, home] = [
+        queued.filter((d) => !goesTo(d, hereTo)),
+        queued.filter((d) => goesTo(d, hereTo)),
+      ];
+      const what = (ds: typeof queued) =>
+        `Queued: the commit of ${ds.map((d) => d.what).join(", ")}, in ${queueDir}`;
+      if (home.length) {
         plan.notes.push(
-          `Queued: the commit of ${queued.join(", ")}, in ${joinPath(pending, QUEUE_SUBDIR)} ` +
-            `(the server did not take it now): install again and the next session start replays it (or run ` +
-            `"${cmd} replay").`,
+          `${what(home)}: install again and the next session start replays it (or run "${cmd} replay").`,
         );
       }
-      const elsewhere = elsewhereWords(
-        away.map((d) => ({ ...d, messages: 0, commits: 1 })),
-        cmd,
-      );
+      const elsewhere = elsewhereWords(away.map((d) => ({ ...d, messages: 0, commits: 1 })), cmd);
       if (elsewhere) {
-        const what = away.map((d) => d.what).join(", ");
-        plan.notes.push(wrapped([
-          `Queued: the commit of ${what}, in ${joinPath(pending, QUEUE_SUBDIR)}; ${elsewhere.summary}: ` +
-          `install again, then ${elsewhere.fix}.`,
-        ]));
+        plan.notes.push(
+          wrapped([`${what(away)}; ${elsewhere.summary}: install again, then ${elsewhere.fix}.`]),
+        );
       }
       if (missed.length) plan.notes.push(`Not committed: ${missed.join("; ")}.`);
-      const said = done.length ? `committed what waited for a commit: ${done.join(", ")}` : undefined;
-      return { message: said, commit: async () => await release(), undo: release };
+      return { commit: async () => await release(), undo: release };
     },
   };
 }
 
-/** The state files of the sessions a hook holds the lock of now (a capture running, or a first one). */
 async function runningSessions(dir: string): Promise<string[]> {
   const names = await Array.fromAsync(Deno.readDir(dir), (e) => e.name).catch(() => [] as string[]);
   return names.filter((n) => n.endsWith(".json.lock") && !n.endsWith(".prompt.json.lock"))

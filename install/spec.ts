@@ -132,7 +132,6 @@ export function pathCommand(env: Env, os: OsFamily): string | undefined {
   return dir && joinPath(dir, EXECUTABLE_NAME);
 }
 
-/** What is at the PATH command's place: nothing, our link (and where it points), or something not ours. */
 type CommandAt = { kind: "absent" } | { kind: "ours"; target: string } | { kind: "other" };
 
 /** What is at `path`: our link is a symlink into our integration directory (whether or not it dangles). */

@@ -164,7 +164,6 @@ export async function checkCreatable(path: string): Promise<string | undefined> 
   return undefined;
 }
 
-/** Why `change` cannot be written (a dangling symlink, a directory in the way, …), or undefined. */
 async function checkChange(change: FileChange): Promise<string | undefined> {
   if (change.displayOnly || change.before === change.after) return undefined;
   const { path } = change;
@@ -322,7 +321,6 @@ export async function writeTree(
   if (Deno.build.os !== "windows") await Deno.chmod(root, 0o700);
 }
 
-/** Writes `text` at `path` (temp + fsync + rename, `mode`, parents made). */
 const writeText = (path: string, text: string, mode = 0o600) =>
   writeFileAtomic(path, text, { mode, privateDir: false, durable: true });
 
@@ -403,13 +401,12 @@ export function unifiedDiff(path: string, before: string | undefined, after: str
   return patch.slice(patch.indexOf("\n") + 1); // without the "====" line
 }
 
-/** Reports `message` as the run's error; returns the exit code 1. */
-export function fail(out: Output, command: "install" | "uninstall", message: string): number {
+/** Reports `message` as the run's error; returns the exit code (1 unless told). */
+export function fail(out: Output, command: "install" | "uninstall", message: string, code = 1): number {
   out.error(`openviking-kimi ${command}: ${message}`);
-  return 1;
+  return code;
 }
 
-/** Takes the steps in order; when one fails, the ones taken are undone, last first. Returns the error, if any. */
 async function execute(plan: Plan, out: Output): Promise<string | undefined> {
   const done: Done[] = [];
   for (const step of plan.steps) {

@@ -63,18 +63,17 @@ const ADVICE: Record<OvFailure["kind"], (f: Told, url: string, cmd: string, env:
       ? {
         summary: `the server refused the key (HTTP ${f.status}): it is OpenViking's root key, which ` +
           "administers the server and may not use memory",
-        fix: `give it once to \`${cmd} install --api-key-stdin\`: install makes a user key with it ` +
-          `and saves only that (README: "Server with API keys")${WAIT}`,
+        fix: `make a user key with it (README: "Server with API keys") and give install that: ` +
+          `\`${cmd} install --api-key-stdin\`${WAIT}`,
       }
       : {
         summary: `the server refused the key (HTTP ${f.status}): ${f.error.message}`,
         fix: (env.OPENVIKING_API_KEY
           ? "correct or unset OPENVIKING_API_KEY (set in your environment, it wins over a saved key); or "
           : "") +
-          `save your OpenViking user's key: \`${cmd} install --api-key-stdin\` — given the ` +
-          "server's root key (ov.conf's server.root_api_key) once, install makes a user key and saves " +
-          "only that; or the server's admin makes one (`ov admin register-user ACCOUNT USER`); in trusted " +
-          `mode add --account/--user${WAIT}`,
+          `save your OpenViking user's key: \`${cmd} install --api-key-stdin\` — the server's admin ` +
+          "makes one (`ov admin register-user ACCOUNT USER`), or you with the server's root key (README: " +
+          `"Server with API keys"); in trusted mode add --account/--user${WAIT}`,
       },
   model: (f, url) => ({
     summary: `OpenViking at ${url} answers, but its model ${

@@ -49,11 +49,11 @@ Deno.test("adviceFor: a recorded failure is advised as the failure itself was", 
 Deno.test("adviceFor a refused key: a root key is named as one; every refusal says where a user key comes from", () => {
   const r = adviceFor(failed(403, envelope("PERMISSION_DENIED", ROOT_KEY_REFUSAL)), origin);
   assertMatch(r.summary, /^the server refused the key \(HTTP 403\): it is OpenViking's root key/);
-  const once = `give it once to \`${commandName()} install --api-key-stdin\`: install makes a user key`;
-  assertTrue(r.fix.startsWith(once), r.fix);
+  const make = `make a user key with it (README: "Server with API keys") and give install that: \``;
+  assertTrue(r.fix.startsWith(make), r.fix);
   const w = adviceFor(failed(401, envelope("UNAUTHENTICATED", "Invalid API key")), origin);
   assertEquals(w.summary, "the server refused the key (HTTP 401): Invalid API key");
-  assertMatch(w.fix, /root key \(ov\.conf's server\.root_api_key\) once, install makes a user key/);
+  assertMatch(w.fix, /or you with the server's root key \(README: "Server with API keys"\)/);
   assertMatch(w.fix, /`ov admin register-user ACCOUNT USER`/);
 });
 

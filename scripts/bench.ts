@@ -273,10 +273,11 @@ let bigHistory = "";
 await Deno.mkdir(`${home}/.kimi-code`, { recursive: true });
 const installed = await runCli(["install", "--url", fake.url], { env: baseEnv, clearEnv: true, cwd: home });
 if (installed.code !== 0) throw new Error(`install failed: ${installed.stderr}`);
-const hooksRun = /^Hooks run: \.\/(\S+) hook <event>, in (\S+)$/m.exec(installed.stdout);
+const hooksRun = /^Hooks run: \.\/(\S+) hook <event>, in ([^\s:]+)(?:: the program copy (\S+),)?/m
+  .exec(installed.stdout);
 if (!hooksRun) throw new Error(`install did not say what the hooks run:\n${installed.stdout}`);
 const launcher = `${hooksRun[2]}/${hooksRun[1]}`;
-const copyDir = /^The hooks run the program copy (\S+) with /m.exec(installed.stdout)?.[1] ?? "";
+const copyDir = hooksRun[3] ?? "";
 const copyBytes = (await Promise.all(["main.js", "hook.js"].map((f) => Deno.stat(`${copyDir}/${f}`))))
   .reduce((n, st) => n + st.size, 0);
 

@@ -17,8 +17,7 @@ import { runCli, runProcess, type RunResult } from "../support/run.ts";
 import { tempDir } from "../support/temp.ts";
 import { closedAddress, fakeCompiled, isolatedEnv, opts, tree } from "./helpers.ts";
 import { runInstall } from "../../install/install.ts";
-import { type CredentialArgs, maskSecrets } from "../../install/ovcli.ts";
-import { unifiedDiff } from "../../install/transaction.ts";
+import type { CredentialArgs } from "../../install/ovcli.ts";
 import { placeJournal } from "../support/hook-context.ts";
 import { JournalBuilder } from "../support/journal.ts";
 
@@ -79,121 +78,54 @@ async function filesHolding(dir: string, secret: string): Promise<string[]> {
   return found;
 }
 
-Deno.test("install given the root key makes a user key with it and saves only that; the root key is nowhere", async () => {
+Deno.test("install refuses the root key with the two commands that make a user key; they work as printed", async () => {
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start({ rootKey: ROOT_KEY });
   const t = await sandbox(dir.path);
-  const first = await t.install({ url: fake.url, apiKey: ROOT_KEY });
-  assertEquals(first.code, 0, first.stdout + first.stderr);
-  // Its first line, as install's every line, starts as a sentence does.
-  assertMatch(first.stdout, /^API key: the key given is OpenViking's root key .*: it is not saved/);
-  assertMatch(first.stdout, /install made user default in account default and saves that user's key instead/);
+  for (const dryRun of [true, false]) {
+    const refused = await t.install({ url: fake.url, apiKey: ROOT_KEY }, dryRun);
+    assertEquals(refused.code, 2, refused.stdout + refused.stderr);
+    assertMatch(
+      refused.stderr,
+      /the key given is OpenViking's root key .*: it is not saved and nothing was changed/,
+    );
+    assertEquals(await tree(t.home), ["/.kimi-code/"], "nothing written");
+  }
+  const { stderr } = await t.install({ url: fake.url, apiKey: ROOT_KEY });
+  const curls = stderr.split("\n").filter((l) => l.startsWith("  curl ")).map((l) => l.trim());
+  assertEquals(curls.length, 2, stderr);
+  const replies = [];
+  for (const line of curls) {
+    const r = await runProcess("sh", ["-c", line], { env: { ...t.env, ROOT_KEY }, clearEnv: true });
+    replies.push(r.stdout);
+  }
   const made = fake.accounts.get("default")?.get("default");
-  assertEquals(made?.role, "user");
+  assertTrue(replies.some((r) => r.includes(`"user_key":"${made?.key}"`)), replies.join("\n"));
+  assertMatch(
+    stderr,
+    /then give the "user_key" of the reply to install: `.* install --url \S+ --api-key-stdin`\./,
+  );
+  const saved = await t.install({ url: fake.url, apiKey: made!.key });
+  assertEquals(saved.code, 0, saved.stdout + saved.stderr);
   assertEquals((await t.ovcli()).api_key, made?.key, "the user key is saved");
-  assertEquals((await t.ovcli()).url, fake.url);
-  assertStringIncludes(first.stdout, "memory's routes answer (API key from ovcli.conf)");
+  assertStringIncludes(saved.stdout, "memory's routes answer (API key from ovcli.conf)");
 
   const sentBefore = fake.requests.length;
   await t.prompt("how do I indent this project?");
   const after = fake.requests.slice(sentBefore);
   assertTrue(after.some((r) => r.route === "POST /api/v1/search/search"), "recall ran");
   for (const r of after) assertEquals(r.headers.authorization, `Bearer ${made?.key}`, r.route);
-
-  const again = await t.install({ url: fake.url, apiKey: ROOT_KEY });
-  assertEquals(again.code, 0, again.stderr);
-  // Nothing changes (that key is saved already): it is not said to be saved.
-  assertMatch(
-    again.stdout,
-    /install reused the key of user default in account default, the key saved already\./,
-  );
-  assertEquals((await t.ovcli()).api_key, made?.key, "the same user, the same key");
-
-  const status = JSON.parse((await t.cli(["status", "--json"])).stdout);
-  assertEquals([status.connection.reachable, status.connection.authenticated], [true, true]);
   assertEquals(await filesHolding(t.home, ROOT_KEY), [], "no file holds the root key");
   for (const o of t.outputs) assertTrue(!o.includes(ROOT_KEY), `an output holds the root key: ${o}`);
-  const rootSent = fake.requests.filter((r) => r.headers.authorization === `Bearer ${ROOT_KEY}`);
-  assertTrue(
-    rootSent.every((r) => /^(GET|POST) \/api\/v1\/(admin|fs\/ls)/.test(r.route)),
-    "only install used it",
-  );
-});
-
-Deno.test("a dry run with the root key shows the ovcli.conf change the real run then makes, the key masked", async () => {
-  for (const hashedKeys of [false, true]) {
-    await using dir = await tempDir();
-    await using fake = await FakeOpenViking.start({ rootKey: ROOT_KEY, hashedKeys });
-    const t = await sandbox(dir.path);
-    const conf = `${t.home}/.openviking/ovcli.conf`;
-    const read = () => Deno.readTextFile(conf).catch(() => undefined);
-    const masked = (text: string | undefined) => text === undefined ? undefined : maskSecrets(text);
-    // The first install makes the user; the second reuses its key, or (hashed keys) makes it a new one.
-    for (const run of ["first", "again"]) {
-      const what = `${run}, hashed keys ${hashedKeys}`;
-      const before = await read();
-      const dry = await t.install({ url: fake.url, apiKey: ROOT_KEY }, true);
-      assertEquals(dry.code, 0, `${what}: ${dry.stdout}${dry.stderr}`);
-      assertEquals(await read(), before, `${what}: a dry run writes nothing`);
-      const real = await t.install({ url: fake.url, apiKey: ROOT_KEY });
-      assertEquals(real.code, 0, `${what}: ${real.stdout}${real.stderr}`);
-      const after = await read();
-      const diff = unifiedDiff(conf, masked(before), masked(after)).trimEnd();
-      if (after === before) {
-        assertNotMatch(dry.stdout, /ovcli\.conf:/, `${what}: no change planned, none made`);
-      } else {
-        assertStringIncludes(dry.stdout, diff, `${what}: the dry run's diff is the real change`);
-        const key = "(not shown; from the admin API: user default in account default";
-        assertStringIncludes(dry.stdout, `set api_key ${key}`, what);
-        assertStringIncludes(real.stdout, `api_key = ${key}`, what);
-      }
-      const userKey = fake.accounts.get("default")?.get("default")?.key ?? "";
-      for (const o of [dry.stdout, dry.stderr]) {
-        assertTrue(!o.includes(ROOT_KEY) && !o.includes(userKey), `${what}: a key is shown`);
-      }
-    }
-  }
-});
-
-Deno.test("a server that keeps only hashes of keys: install makes the user a new key and says the old one stops working", async () => {
-  await using dir = await tempDir();
-  await using fake = await FakeOpenViking.start({ rootKey: ROOT_KEY, hashedKeys: true });
-  const t = await sandbox(dir.path);
-  const args = { url: fake.url, apiKey: ROOT_KEY, account: "team", user: "ann" };
-  assertEquals((await t.install(args)).code, 0);
-  assertEquals(
-    fake.accounts.get("team")?.get("ann")?.role,
-    "admin",
-    "a new account's first user is its admin",
-  );
-  const again = await t.install(args);
-  assertEquals(again.code, 0, again.stderr);
-  assertStringIncludes(
-    again.stdout,
-    "install made a new key for user ann in account team (the server keeps no readable keys) and saves that " +
-      "user's key instead. The user's previous key no longer works.",
-  );
-  assertEquals((await t.ovcli()).api_key, fake.accounts.get("team")?.get("ann")?.key);
 });
 
 Deno.test("a key install cannot save stops it: nothing written, the key nowhere, and what to do said", async () => {
   const cases: {
     name: string;
     server?: boolean;
-    ovConf?: boolean;
     key: string;
     says: (url: string) => string[];
   }[] = [
-    {
-      name: "ov.conf's root key with no server to make a user with: the commands to make one",
-      ovConf: true,
-      key: ROOT_KEY,
-      says: (url) => [
-        "OpenViking's root key (server.root_api_key), which may not use memory: it is not saved, and no user key could be made with it",
-        `curl -sS -X POST ${url}/api/v1/admin/accounts/default/users -H "Authorization: Bearer $ROOT_KEY" ` +
-        `-H "Content-Type: application/json" -d '{"user_id":"default","role":"user"}'`,
-      ],
-    },
     {
       name: "a key while the server does not answer",
       key: ROOT_KEY,
@@ -209,7 +141,7 @@ Deno.test("a key install cannot save stops it: nothing written, the key nowhere,
       key: "sk-wrong",
       says: () => [
         "refused this key (HTTP 401: Invalid API key); it is not saved and nothing was changed",
-        "A user key comes from the server's root key (ov.conf's server.root_api_key)",
+        "Give a user key: the server's admin makes one, or you with its root key",
       ],
     },
   ];
@@ -217,19 +149,12 @@ Deno.test("a key install cannot save stops it: nothing written, the key nowhere,
     await using dir = await tempDir();
     await using fake = await FakeOpenViking.start({ apiKey: "sk-right" });
     const t = await sandbox(dir.path);
-    const conf = JSON.stringify({ server: { host: "127.0.0.1", port: 1933, root_api_key: ROOT_KEY } });
-    if (c.ovConf) {
-      await Deno.mkdir(`${t.home}/.openviking`);
-      await Deno.writeTextFile(`${t.home}/.openviking/ov.conf`, conf);
-    }
     const url = c.server ? fake.url : closedAddress();
     const r = await t.install({ url, apiKey: c.key });
     assertEquals(r.code, 1, `${c.name}: ${r.stdout}`);
     for (const said of c.says(url)) assertStringIncludes(r.stderr, said, c.name);
-    const kept = c.ovConf ? [`${t.home}/.openviking/ov.conf`] : [];
-    assertEquals(await filesHolding(t.home, c.key), kept, `${c.name}: the key is nowhere else`);
-    const written = c.ovConf ? ["/.openviking/", "/.openviking/ov.conf"] : [];
-    assertEquals(await tree(t.home), ["/.kimi-code/", ...written], `${c.name}: nothing written`);
+    assertEquals(await filesHolding(t.home, c.key), [], `${c.name}: the key is nowhere`);
+    assertEquals(await tree(t.home), ["/.kimi-code/"], `${c.name}: nothing written`);
     for (const o of t.outputs) assertTrue(!o.includes(c.key), c.name);
   }
 });
@@ -298,7 +223,7 @@ Deno.test("status and doctor say a saved root key is one", async () => {
   const auth = doctor.checks.find((c) => c.id === "auth")!;
   assertEquals(auth.status, "fail");
   assertMatch(auth.summary, /root key/);
-  assertMatch(auth.fix, /install makes a user key with it/);
+  assertMatch(auth.fix, /make a user key with it/);
   for (const o of t.outputs) assertTrue(!o.includes(ROOT_KEY));
 });
 
@@ -323,7 +248,7 @@ Deno.test("status with a wrong key: the server is reachable and the key refused 
   const status = JSON.parse((await t.cli(["status", "--json"])).stdout);
   assertEquals([status.connection.reachable, status.connection.authenticated], [true, false]);
   assertMatch(status.connection.problem.message, /refused the key \(HTTP 401\): Invalid API key/);
-  assertMatch(status.connection.problem.fix, /install makes a user key/);
+  assertMatch(status.connection.problem.fix, /the server's admin makes one/);
   assertNotMatch(JSON.stringify(status.notAsked), /whether the key is accepted/);
   const text = (await t.cli(["status"])).stdout;
   assertMatch(text, /reachable \(OpenViking 0\.5\.2-fake\)\n\s+key REFUSED/);

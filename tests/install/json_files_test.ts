@@ -88,6 +88,11 @@ Deno.test("ovcli.conf: merge keeps unknown fields, '' deletes, url validated, ke
   assertTrue(!ok(planOvcli(before, {}, "/p")).changed);
   const removeKey = ok(planOvcli(JSON.stringify({ api_key: "k" }), { apiKey: "" }, "/p"));
   assertEquals(JSON.parse(removeKey.after!).api_key, undefined);
+  // "" where nothing is saved deletes nothing, and says nothing of it.
+  const nothing = ok(planOvcli(undefined, { url: "http://elsewhere:1933", apiKey: "", account: "" }, "/p"));
+  assertEquals([JSON.parse(nothing.after!), nothing.summary], [{ url: "http://elsewhere:1933" }, [
+    "url = http://elsewhere:1933",
+  ]]);
 });
 
 Deno.test("maskSecrets hides api keys and tokens in diffs", () => {

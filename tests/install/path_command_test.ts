@@ -124,7 +124,7 @@ Deno.test({
     );
     assertEquals(await Deno.readTextFile(`${bin}/openviking-kimi`), mine);
     // The shell would run that one: the note names ours by its path, and messages from this checkout its task.
-    const launcher = `${out.match(/^The hooks run the program copy (\S+) /m)![1]}/bin/openviking-kimi`;
+    const launcher = `${out.match(/^Hooks run: .*: the program copy (\S+),/m)![1]}/bin/openviking-kimi`;
     assertMatch(out, new RegExp(`not ours.*; run ${launcher}\\.$`, "m"));
     assertStringIncludes(out, `\`deno task -q --config ${ROOT}/deno.json cli doctor\` checks the setup`);
     await t.run(runUninstall, { purge: true }, { env });

@@ -141,8 +141,6 @@ export interface FakeOptions {
    * admin API makes are accepted like `apiKey`.
    */
   rootKey?: string;
-  /** The admin API's user list shows key prefixes only (`encryption.api_key_hashing.enabled`), never a key. */
-  hashedKeys?: boolean;
   /** /messages/batch does not exist: answer this status (404 or 405). */
   noBatch?: 404 | 405;
   /** An older server: no `/api/v1/pack/*` routes (404). */
@@ -178,8 +176,8 @@ export const MODEL_DOWN = {
 };
 /** Routes the real server lets a root key use in api_key mode. */
 const ROOT_ROUTES = /^\/api\/v1\/(system\/status$|system\/wait$|debug\/health$|admin|observer|console|tasks)/;
-/** An admin route: `/api/v1/admin/accounts[/{account}/users[/{user}/key]]`. */
-const ADMIN_ROUTE = /^\/api\/v1\/admin\/accounts(?:\/([^/]+)\/users(?:\/([^/]+)\/key)?)?$/;
+/** An admin route: `/api/v1/admin/accounts[/{account}/users]`. */
+const ADMIN_ROUTE = /^\/api\/v1\/admin\/accounts(?:\/([^/]+)\/users)?$/;
 
 /** A user of the fake's admin API. */
 interface FakeUser {
@@ -594,7 +592,7 @@ export class FakeOpenViking {
         return sendRaw(res, 200, { "content-type": "application/zip" }, zip);
       }
       const admin = ADMIN_ROUTE.exec(url.pathname);
-      const result = admin ? this.admin(method, url, admin, body, who) : this.route(method, url, body, who);
+      const result = admin ? this.admin(method, admin, body, who) : this.route(method, url, body, who);
       record.handled = ++this.handledCount;
       if (fault?.lostReply || req.socket.destroyed) {
         const batch = (body as { messages?: unknown[] } | undefined)?.messages;
@@ -648,13 +646,12 @@ export class FakeOpenViking {
   /** The admin API's account and user routes, as the real 0.5.2 server answers them (root only here). */
   private admin(
     method: string,
-    url: URL,
     m: RegExpExecArray,
     body: unknown,
     who: { root: boolean } | undefined,
   ): unknown {
     if (!who?.root) throw new HttpError(403, "PERMISSION_DENIED", "Requires role: root");
-    const [, account, user] = m.map((v) => v && decodeURIComponent(v));
+    const account = m[1] && decodeURIComponent(m[1]);
     const b = method === "POST" ? requireObject(body ?? {}) : {};
     const users = account === undefined ? undefined : this.accounts.get(account);
     if (account !== undefined && !users) throw notFound(`Account not found: ${account}`, account, "account");
@@ -672,7 +669,7 @@ export class FakeOpenViking {
         user_key: add(this.accounts.get(id)!, id, admin, "admin"),
       };
     }
-    if (method === "POST" && users && user === undefined) {
+    if (method === "POST" && users) {
       const id = String(b.user_id ?? "");
       if (users.has(id)) throw exists("User", id);
       return {
@@ -680,19 +677,6 @@ export class FakeOpenViking {
         user_id: id,
         user_key: add(users, account!, id, String(b.role ?? "user")),
       };
-    }
-    if (method === "GET" && users && user === undefined) {
-      const name = url.searchParams.get("name");
-      return [...users].filter(([id]) => name === null || id === name).map(([id, u]) => ({
-        user_id: id,
-        role: u.role,
-        ...(this.options.hashedKeys ? { key_prefix: u.key.slice(0, 8) } : { api_key: u.key }),
-      }));
-    }
-    if (method === "POST" && users && user !== undefined) {
-      const u = users.get(user);
-      if (!u) throw notFound(`User not found: ${user}`, user, "user");
-      return { user_key: add(users, account!, user, u.role) };
     }
     throw new HttpError(405, "METHOD_NOT_ALLOWED", "Method Not Allowed");
   }
