@@ -81,7 +81,6 @@ export function messageText(m: ChatMessage): string {
   return "";
 }
 
-/** Builds the {@link ChatRequest} view of a request body. */
 function describeChat(body: ChatBody, seq: number, n: number): ChatRequest {
   const msgs = Array.isArray(body.messages) ? body.messages : [];
   let start = 0;
