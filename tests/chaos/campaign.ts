@@ -93,7 +93,6 @@ function drawFault(rng: Rng, kind: number): Fault {
   }
 }
 
-/** A fault of a schedule's plan, with its kind. */
 type PlannedFault = { kind: number; fault: Fault };
 
 /**

@@ -97,7 +97,6 @@ export async function kimiOrSkip(version: string, what: string): Promise<KimiIns
   return r;
 }
 
-/** The model the e2e tests script. */
 function e2eScript(): Script {
   return (req: ChatRequest): Reply => {
     if (isCompaction(req) || isSubagent(req)) return defaultScript(req) as Reply;
@@ -370,7 +369,6 @@ export function atFake(fake: FakeOpenViking, ovSessionId: string, n: number): Pr
   return waitUntil(enough, 20_000, `${n} messages of ${ovSessionId} at the fake`, 100, held);
 }
 
-/** What the fake holds of a session: its messages and commits. */
 const fakeState = (fake: FakeOpenViking, ovSessionId: string) => ({
   messages: fakeMessages(fake, ovSessionId),
   commits: fake.sessions.get(ovSessionId)?.commits,

@@ -4,7 +4,7 @@ import { assertEquals, assertMatch } from "../support/assert.ts";
 import { KimiAcp } from "../support/acp-client.ts";
 import { kimiE2eVersions } from "../support/kimi.ts";
 import { E2E_TEST, kimiOrSkip, Rig } from "./harness.ts";
-import { downAndBack, failedTurn, recallAndCapture, type Surface } from "./surfaces.ts";
+import { recallAndCapture, type Surface } from "./surfaces.ts";
 
 /** The editor's side of one `kimi acp` process. */
 function acpSurface(rig: Rig, agent: KimiAcp): Surface {
@@ -20,7 +20,6 @@ function acpSurface(rig: Rig, agent: KimiAcp): Surface {
       };
     },
     shown: (sessionId) => JSON.stringify(agent.updates(sessionId)),
-    reportsFailures: false,
   };
 }
 
@@ -40,14 +39,6 @@ for (const version of kimiE2eVersions()) {
     await t.step(
       "1+2: recall reaches the model, not the editor; plain and tool turns captured whole, once, committed",
       () => recallAndCapture(rig, surface),
-    );
-    await t.step(
-      "failed turn (provider error): its prompt alone reaches OpenViking at once, committed",
-      () => failedTurn(rig, surface, "this turn will FAIL_TURN at the provider"),
-    );
-    await t.step(
-      "3: OpenViking down → the editor gets its answer at once, writes queue; back → replayed once",
-      () => downAndBack(rig, surface),
     );
     const exit = await agent.close();
     assertEquals(exit.code, 0, `kimi acp exits 0 when the editor closes it:\n${agent.stderr}`);

@@ -5,7 +5,8 @@
  */
 
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
-import { kimiE2eVersions, shQuote } from "../support/kimi.ts";
+import { kimiE2eVersions, shQuote, waitUntil } from "../support/kimi.ts";
+import { ourQueue } from "../support/queue.ts";
 import { type PromptEntry, readLedger } from "../../memory/ledger.ts";
 import { join } from "node:path";
 import { messageText } from "../support/model-server.ts";
@@ -25,6 +26,7 @@ import {
   MCP_ARGS,
   MCP_PREFIX,
   mcpTools,
+  modeOf,
   type Msg,
   OFFERED_MCP_TOOLS,
   Rig,
@@ -32,7 +34,6 @@ import {
   TOOL_TURN_ANSWER,
   VIKING_URI,
 } from "./harness.ts";
-import { expectBackAfterOutage, expectQueuedTurn } from "./surfaces.ts";
 
 /**
  * The hung step's prompt budget (the default is 8 s): "waits its budget once, then nothing" holds with any; a
@@ -260,7 +261,17 @@ for (const { version, legacy } of VARIANTS) {
           );
           assertEquals(mcpTools(downReqs[0]), OFFERED_MCP_TOOLS);
 
-          await expectQueuedTurn(rig, ov, turn, downPrompt, seen);
+          const listed = async () => (await ourQueue(rig.pendingDir)).length === 3;
+          await waitUntil(listed, 30_000, "3 queued writes", 100, () => ourQueue(rig.pendingDir));
+          const queued = await ourQueue(rig.pendingDir);
+          for (const q of queued) assertEquals(await modeOf(q.file), 0o600, `${q.file} is private`);
+          assertEquals(await modeOf(rig.pendingDir), 0o700);
+          assertEquals(queued.map((q) => [q.kind, q.sessionId, q.payload]), [
+            ["message", ov, { role: "user", content: downPrompt, turn_id: turn }],
+            ["message", ov, { role: "assistant", content: TOOL_TURN_ANSWER, turn_id: turn }],
+            ["commit", ov, undefined],
+          ]);
+          assertEquals(fake.requests.length, seen, "nothing reached the server while it was down");
 
           await fake.up();
           const next = await rig.print("third: a new session after the outage");
@@ -271,7 +282,16 @@ for (const { version, legacy } of VARIANTS) {
             [turn, "user", downPrompt],
             [turn, "assistant", TOOL_TURN_ANSWER],
           ], turn0.length / 2 + 1);
-          await expectBackAfterOutage(rig, `kc-${next.sessionId}`, ov, seen);
+          await expectFakeSession(fake, `kc-${next.sessionId}`, [
+            ["0", "user", "third: a new session after the outage"],
+            ["0", "assistant", "ACK: third: a new session after the outage"],
+          ], 1);
+          assertEquals(await ourQueue(rig.pendingDir), [], "the queue is empty again");
+          const replayed = fake.requests.slice(seen).filter((q) => q.path.includes(encodeURIComponent(ov)));
+          assertEquals(replayed.map((q) => q.route), [
+            "POST /api/v1/sessions/:id/messages/batch",
+            "POST /api/v1/sessions/:id/commit",
+          ]);
           const recalled = rig.mainRequests().at(-1)!.body.messages.find(isHookResult)!;
           assertMatch(messageText(recalled), /openviking-context/);
         },

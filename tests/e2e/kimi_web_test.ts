@@ -7,7 +7,7 @@
 import { kimiE2eVersions } from "../support/kimi.ts";
 import { KimiWeb } from "../support/web-client.ts";
 import { E2E_TEST, kimiOrSkip, Rig } from "./harness.ts";
-import { downAndBack, failedTurn, recallAndCapture, type Surface } from "./surfaces.ts";
+import { failedTurn, recallAndCapture, type Surface } from "./surfaces.ts";
 
 /** The model alias of the rig's config.toml (what the web UI's model picker offers). */
 const MODEL = "fake";
@@ -33,7 +33,6 @@ function webSurface(rig: Rig, web: KimiWeb): Surface {
         durationMs: turn.durationMs,
       };
     },
-    reportsFailures: true,
   };
 }
 
@@ -47,15 +46,11 @@ for (const version of VERSIONS) {
 
     await t.step(
       "failed turn (no model chosen: model.not_configured): its prompt alone reaches OpenViking at once, committed",
-      () => failedTurn(rig, surface, "hello before any model was chosen", { noModel: true }),
+      () => failedTurn(rig, surface, "hello before any model was chosen"),
     );
     await t.step(
       "1+2: recall reaches the model; plain and tool turns captured whole, once, committed",
       () => recallAndCapture(rig, surface),
-    );
-    await t.step(
-      "3: OpenViking down → the web UI gets its answer at once, writes queue; back → replayed once",
-      () => downAndBack(rig, surface),
     );
   });
 }

@@ -69,11 +69,6 @@ export function mcpMessages(reply: Reply): Json[] {
   return reply.text.split("\n").filter((l) => l.startsWith("data:")).map((l) => obj(JSON.parse(l.slice(5))));
 }
 
-/** A JSON-RPC request to `/mcp`. */
-export function mcp(server: RealOpenViking, body: Json, accept = "application/json, text/event-stream") {
-  return call(server, "POST", "/mcp", body, { Accept: accept, "MCP-Protocol-Version": "2025-06-18" });
-}
-
 export function log(line: string): void {
   console.log(`  [real-openviking] ${line}`);
 }
@@ -88,10 +83,6 @@ export function eventually(read: () => Promise<Reply>, ready: (reply: Reply) => 
   const accepted = async () => ready(last = await read()) && last;
   return waitUntil(accepted, 60_000, "the server's derived data", 500, () => last?.text);
 }
-
-/** The text of an MCP tool call's first content block. */
-export const mcpText = (r: Reply): string =>
-  String(arr(obj(mcpMessages(r)[0]?.result).content)[0]?.text ?? "");
 
 /** A real memory file (not a directory's `.overview.md` / `.abstract.md`) whose abstract has `text`. */
 export function memoryHit(r: Reply, text: string): Json | undefined {

@@ -23,14 +23,9 @@ import { filesContaining } from "./harness.ts";
 import {
   call,
   commitAndWait,
-  eventually,
   expectEdges,
   type Json,
   log,
-  mcp,
-  mcpMessages,
-  mcpText,
-  memoryHit,
   NO_PEER,
   obj,
   REAL,
@@ -320,30 +315,6 @@ Deno.test({
       const who = { "X-OpenViking-Account": "someone-else", "X-OpenViking-User": "mallory" };
       const r = await call(server, "GET", "/api/v1/system/status", undefined, who);
       assertEquals([r.status, obj(r.json.result).user], [200, server.user], r.text);
-    });
-
-    await t.step("capture → commit → find under viking://~/memories and MCP: the key's user", async () => {
-      const sessionId = `kc-session_${crypto.randomUUID()}`;
-      const task = await commitAndWait(server, sessionId, "I always use pnpm instead of npm for monorepos");
-      assertEquals(task.status, "completed", JSON.stringify(task));
-      const meta = await call(server, "GET", `/api/v1/sessions/${sessionId}`);
-      assertEquals(obj(obj(meta.json.result).user), { account_id: server.account, user_id: server.user });
-      const find = () =>
-        call(server, "POST", "/api/v1/search/find", {
-          query: "pnpm monorepos",
-          target_uri: "viking://~/memories",
-        });
-      const r = await eventually(find, (reply) => memoryHit(reply, "pnpm") !== undefined);
-      assertEquals(r.status, 200, r.text);
-      const hit = memoryHit(r, "pnpm");
-      assertTrue(hit, r.text);
-      const space = `viking://user/${server.user}/memories/`;
-      assertMatch(String(hit.uri), new RegExp(`^${space}`));
-      const params = { name: "search", arguments: { query: "pnpm monorepos", mode: "context" } };
-      const search = () => mcp(server, { jsonrpc: "2.0", id: 1, method: "tools/call", params });
-      const found = await eventually(search, (reply) => mcpText(reply).includes(space));
-      assertEquals([found.status, obj(mcpMessages(found)[0].result).isError], [200, false], found.text);
-      assertStringIncludes(mcpText(found), space);
     });
   } finally {
     await server.stop();

@@ -6,15 +6,10 @@
 
 import { assertEquals, assertTrue } from "../support/assert.ts";
 import { messageText } from "../support/model-server.ts";
-import { ourQueue } from "../support/queue.ts";
-import { waitUntil } from "../support/kimi.ts";
-import { KNOBS } from "../../openviking/config.ts";
 import {
   assertRecallBeforeEachPrompt,
   assertTurnsClean,
   expectFakeSession,
-  isHookResult,
-  modeOf,
   type Msg,
   type Rig,
   TOOL_TURN_ANSWER,
@@ -41,12 +36,7 @@ export interface Surface {
   prompt(sessionId: string, text: string): Promise<SurfaceTurn>;
   /** Everything the client was shown for a session, as one string (when the surface reports it). */
   shown?(sessionId: string): string;
-  /** Whether the client learns that a turn failed. */
-  reportsFailures: boolean;
 }
-
-/** The prompt hook's budget: a turn slower by half of it than one with the server up waited for the server. */
-const BUDGET_MS = KNOBS.promptBudgetMs.default;
 
 /** The tool turn's answer as a client shows it (the two steps' texts run together). */
 const TOOL_ANSWER_SHOWN = TOOL_TURN_ANSWER.replace("\n\n", "");
@@ -87,26 +77,21 @@ export async function recallAndCapture(rig: Rig, surface: Surface): Promise<void
 }
 
 /**
- * A failed turn gives OpenViking its prompt alone, at once (from the StopFailure hook), committed — not
- * withheld until a later turn's capture, and with no invented answer; the next turn follows it, and Kimi
- * itself keeps the failed prompt in the model's context.
+ * A turn failed for want of a model gives OpenViking its prompt alone, at once (from the StopFailure hook),
+ * committed — not withheld until a later turn's capture, and with no invented answer; once a model is chosen
+ * the next turn follows it, and Kimi itself keeps the failed prompt in the model's context.
  */
-export async function failedTurn(
-  rig: Rig,
-  surface: Surface,
-  failedPrompt: string,
-  opts: { noModel?: boolean } = {},
-): Promise<void> {
+export async function failedTurn(rig: Rig, surface: Surface, failedPrompt: string): Promise<void> {
   const fake = rig.fake!;
-  const sessionId = await surface.newSession({ model: !opts.noModel });
+  const sessionId = await surface.newSession({ model: false });
   const ov = `kc-${sessionId}`;
   const failed = await surface.prompt(sessionId, failedPrompt);
-  if (surface.reportsFailures) assertTrue(!failed.ok, `the turn failed: ${JSON.stringify(failed)}`);
+  assertTrue(!failed.ok, `the turn failed: ${JSON.stringify(failed)}`);
   assertEquals(failed.answer, "", "a failed turn has no answer");
   const turn0: Msg[] = [["0", "user", failedPrompt]];
   await expectFakeSession(fake, ov, turn0, 1);
 
-  if (opts.noModel) await surface.chooseModel!(sessionId);
+  await surface.chooseModel!(sessionId);
   const next = "after the failure: are you there?";
   const turn = await surface.prompt(sessionId, next);
   assertTrue(turn.ok, JSON.stringify(turn));
@@ -117,84 +102,4 @@ export async function failedTurn(
     msgs.some((m) => m.role === "user" && messageText(m) === failedPrompt),
     "Kimi keeps the failed prompt in the model's context, as OpenViking does",
   );
-}
-
-/** OpenViking down: the turn is answered at once, without recall, and its writes wait in the queue (0600) */
-export async function downAndBack(rig: Rig, surface: Surface): Promise<void> {
-  const fake = rig.fake!;
-  const sessionId = await surface.newSession();
-  const ov = `kc-${sessionId}`;
-  const up = await surface.prompt(sessionId, "first: the server is still up");
-  assertTrue(up.ok, JSON.stringify(up));
-  const turn0: Msg[] = [
-    ["0", "user", "first: the server is still up"],
-    ["0", "assistant", "ACK: first: the server is still up"],
-  ];
-  await expectFakeSession(fake, ov, turn0, 1);
-
-  await fake.down();
-  const seen = fake.requests.length;
-  const before = rig.model.chatRequests().length;
-  const downPrompt = "second: the server is down now, RUN_TOOL anyway";
-  const down = await surface.prompt(sessionId, downPrompt);
-  assertTrue(down.ok, JSON.stringify(down));
-  assertEquals(down.answer, TOOL_ANSWER_SHOWN);
-  assertTrue(
-    down.durationMs < up.durationMs + BUDGET_MS / 2,
-    `turn took ${down.durationMs} ms with the server down (${up.durationMs} ms up)`,
-  );
-  console.log(`  turn with OpenViking down: ${down.durationMs} ms (with it up: ${up.durationMs} ms)`);
-  const msgs = rig.model.chatRequests()[before].body.messages;
-  const at = msgs.findIndex((m) => m.role === "user" && messageText(m) === downPrompt);
-  assertTrue(at > 0 && !isHookResult(msgs[at - 1]), "no recall without a server, and no error text either");
-
-  await expectQueuedTurn(rig, ov, "1", downPrompt, seen);
-
-  await fake.up();
-  const nextSession = await surface.newSession();
-  const next = await surface.prompt(nextSession, "third: a new session after the outage");
-  assertTrue(next.ok, JSON.stringify(next));
-  await expectFakeSession(fake, ov, [
-    ...turn0,
-    ["1", "user", downPrompt],
-    ["1", "assistant", TOOL_TURN_ANSWER],
-  ], 2);
-  await expectBackAfterOutage(rig, `kc-${nextSession}`, ov, seen);
-}
-
-/**
- * While the server is down: turn `turn` of session `ov` (`prompt`, answered by the tool turn) waits in the
- * queue, its user and assistant messages and a commit, each in a private file of a private directory, and
- * nothing reached the server after the `seen`-th request.
- */
-export async function expectQueuedTurn(rig: Rig, ov: string, turn: string, prompt: string, seen: number) {
-  const listed = async () => (await ourQueue(rig.pendingDir)).length === 3;
-  await waitUntil(listed, 30_000, "3 queued writes", 100, () => ourQueue(rig.pendingDir));
-  const queued = await ourQueue(rig.pendingDir);
-  for (const q of queued) assertEquals(await modeOf(q.file), 0o600, `${q.file} is private`);
-  assertEquals(await modeOf(rig.pendingDir), 0o700);
-  assertEquals(queued.map((q) => [q.kind, q.sessionId, q.payload]), [
-    ["message", ov, { role: "user", content: prompt, turn_id: turn }],
-    ["message", ov, { role: "assistant", content: TOOL_TURN_ANSWER, turn_id: turn }],
-    ["commit", ov, undefined],
-  ]);
-  assertEquals(rig.fake!.requests.length, seen, "nothing reached the server while it was down");
-}
-
-/**
- * After an outage: the new session's turn is stored and committed, the queue is empty, and the queued session
- * `ov` was replayed in one batch and one commit after the `seen`-th request.
- */
-export async function expectBackAfterOutage(rig: Rig, next: string, ov: string, seen: number): Promise<void> {
-  const fake = rig.fake!;
-  await expectFakeSession(fake, next, [
-    ["0", "user", "third: a new session after the outage"],
-    ["0", "assistant", "ACK: third: a new session after the outage"],
-  ], 1);
-  assertEquals(await ourQueue(rig.pendingDir), [], "the queue is empty again");
-  const replayed = fake.requests.slice(seen).filter((q) => q.path.includes(encodeURIComponent(ov)));
-  assertEquals(replayed.map((q) => q.route), [
-    "POST /api/v1/sessions/:id/messages/batch",
-    "POST /api/v1/sessions/:id/commit",
-  ]);
 }

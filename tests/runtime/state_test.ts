@@ -130,14 +130,18 @@ Deno.test("state keeps at most 1000 capture keys", async () => {
   assertEquals([keys.length, keys[0], keys.at(-1)], [1000, "k500", "k1499"]);
 });
 
-Deno.test("lock: a held lock makes others wait, and gives up after the wait without running the work", async () => {
+Deno.test("lock: private (0600 in a 0700 dir: a killed holder leaves it); others wait, and give up without running the work", async () => {
   await using dir = await tempDir();
-  const lock = `${dir.path}/l.lock`;
+  const lock = `${dir.path}/hook-state/l.lock`;
   let ran = false;
-  const inner = await withLock(
-    lock,
-    () => withLock(lock, () => Promise.resolve(ran = true), { waitMs: 120, pollMs: 10 }),
-  );
+  const inner = await withLock(lock, async () => {
+    const modes = [
+      (await Deno.stat(`${dir.path}/hook-state`)).mode! & 0o777,
+      (await Deno.stat(lock)).mode! & 0o777,
+    ];
+    assertEquals(modes, [0o700, 0o600]);
+    return withLock(lock, () => Promise.resolve(ran = true), { waitMs: 120, pollMs: 10 });
+  });
   assertEquals(inner, { acquired: true, value: { acquired: false } });
   assertEquals(ran, false);
   assertEquals((await withLock(lock, () => Promise.resolve(7))).acquired, true);

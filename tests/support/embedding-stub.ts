@@ -17,16 +17,11 @@ export interface EmbeddingStub {
 /** Model id the stub reports for both embeddings and chat. */
 export const STUB_MODEL = "stub-model";
 
-const FNV_OFFSET = 0x811c9dc5;
-const FNV_PRIME = 0x01000193;
-
-function fnv1a(text: string, seed = 0): number {
-  let h = (FNV_OFFSET ^ seed) >>> 0;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, FNV_PRIME) >>> 0;
-  }
-  return h >>> 0;
+/** The 32-bit FNV-1a hash of `text`'s UTF-16 units (a stable, seeded stand-in for a real digest). */
+export function fnv1a(text: string, seed = 0): number {
+  let h = (0x811c9dc5 ^ seed) >>> 0;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return h;
 }
 
 /** Lower-cased word tokens (ASCII words and single CJK characters). */

@@ -9,6 +9,7 @@ import type { AddressInfo, Socket } from "node:net";
 import { FakeMcp, type FakeMcpOptions } from "./fake-mcp.ts";
 import { concatBytes } from "../../lib/bytes.ts";
 import { unzipStored, zipOf } from "./zip.ts";
+import { fnv1a } from "./embedding-stub.ts";
 
 /** A request as the fake saw it. */
 export interface RecordedRequest {
@@ -89,7 +90,6 @@ export interface StoredMessage {
   [key: string]: unknown;
 }
 
-/** A fake session. */
 interface FakeSession {
   messages: StoredMessage[];
   commits: number;
@@ -101,7 +101,6 @@ interface FakeSession {
   autoCommitPolicy?: Record<string, number>;
 }
 
-/** The words of `lines`, each a space-separated list. */
 const words = (...lines: string[]): string[] => lines.join(" ").split(" ");
 
 /** The uncommitted tokens of a session as the real server estimates them (about 4 characters a token). */
@@ -179,7 +178,6 @@ const ROOT_ROUTES = /^\/api\/v1\/(system\/status$|system\/wait$|debug\/health$|a
 /** An admin route: `/api/v1/admin/accounts[/{account}/users]`. */
 const ADMIN_ROUTE = /^\/api\/v1\/admin\/accounts(?:\/([^/]+)\/users)?$/;
 
-/** A user of the fake's admin API. */
 interface FakeUser {
   role: string;
   key: string;
@@ -313,26 +311,19 @@ export const DEFAULT_ENTRY = {
   origin: "self",
 };
 
-/** The digest line of a context face's entry. */
 const lineOf = (e: typeof DEFAULT_ENTRY) => `- ${e.text} (${e.uri})`;
 
 /** The default memory's digest line. */
 export const FAKE_MEMORY_LINE = lineOf(DEFAULT_ENTRY);
-
-/** The profile's digest row against the default fake. */
-export const FAKE_PROFILE_ROW =
-  "Profile (viking://user/default/memories/profile.md): Name: Test User · Likes: tabs";
 
 /** What the prompt hook prints for the default memory alone (a session's first prompt). */
 export const FAKE_DIGEST = `<openviking-context>\n${FAKE_MEMORY_LINE}\n</openviking-context>`;
 
 /** A memory the fake invents for a query (see {@link echoContext}): one per distinct query. */
 export function queryEntry(query: string): typeof DEFAULT_ENTRY {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < query.length; i++) h = Math.imul(h ^ query.charCodeAt(i), 0x01000193) >>> 0;
   return {
     ...DEFAULT_ENTRY,
-    uri: `viking://user/default/memories/events/q-${h.toString(16).padStart(8, "0")}.md`,
+    uri: `viking://user/default/memories/events/q-${fnv1a(query).toString(16).padStart(8, "0")}.md`,
     category: "events",
     score: 0.7,
     text: `Earlier the user asked: ${query}`,
@@ -896,7 +887,6 @@ function routeOf(path: string): string {
   return path.replace(/^\/api\/v1\/sessions\/[^/]+/, "/api/v1/sessions/:id");
 }
 
-/** Whether a fault/record pattern matches a route key. */
 function routeMatches(pattern: string, route: string): boolean {
   if (pattern === "*" || pattern === route) return true;
   if (pattern.endsWith("*")) return route.startsWith(pattern.slice(0, -1));

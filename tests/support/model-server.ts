@@ -81,23 +81,12 @@ export function messageText(m: ChatMessage): string {
   return "";
 }
 
-/** Builds the {@link ChatRequest} view of a request body. */
 function describeChat(body: ChatBody, seq: number, n: number): ChatRequest {
   const msgs = Array.isArray(body.messages) ? body.messages : [];
-  let start = 0;
-  for (let i = msgs.length - 1; i >= 0; i--) {
-    const m = msgs[i];
-    if (m.role === "assistant" && !(m.tool_calls && m.tool_calls.length > 0)) {
-      start = i + 1;
-      break;
-    }
-  }
-  const turn = msgs.slice(start);
+  const calls = (m: ChatMessage) => m.role === "assistant" && (m.tool_calls?.length ?? 0) > 0;
+  const turn = msgs.slice(msgs.findLastIndex((m) => m.role === "assistant" && !calls(m)) + 1);
   const turnUserTexts = turn.filter((m) => m.role === "user").map(messageText);
-  let lastCall = -1;
-  turn.forEach((m, i) => {
-    if (m.role === "assistant" && m.tool_calls && m.tool_calls.length > 0) lastCall = i;
-  });
+  const lastCall = turn.findLastIndex(calls);
   const toolMsgs = turn.filter((m, i) => m.role === "tool" && i > lastCall && lastCall >= 0);
   const lastTool = turn.filter((m) => m.role === "tool").at(-1);
   return {

@@ -5,6 +5,7 @@
 
 import { type EmbeddingStub, startEmbeddingStub, STUB_MODEL } from "./embedding-stub.ts";
 import { withLock } from "../../lib/lock.ts";
+import { waitUntil } from "./kimi.ts";
 
 /** The pinned OpenViking release. */
 export const OPENVIKING_VERSION = "0.5.2";
@@ -144,22 +145,6 @@ export async function rssKiB(pid: number): Promise<number | undefined> {
   return r.ok && Number.isFinite(n) && n > 0 ? n : undefined;
 }
 
-async function waitHealthy(url: string, child: Deno.ChildProcess, timeoutMs: number): Promise<string | null> {
-  let exited: Deno.CommandStatus | undefined;
-  child.status.then((s) => exited = s);
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (exited) return `openviking-server exited with code ${exited.code} before /health answered`;
-    try {
-      const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2000) });
-      await res.body?.cancel();
-      if (res.ok) return null;
-    } catch { /* ignored */ }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return `/health did not answer within ${timeoutMs} ms`;
-}
-
 async function postJson(url: string, key: string, body: unknown): Promise<Record<string, unknown>> {
   const res = await fetch(url, {
     method: "POST",
@@ -224,7 +209,15 @@ export async function startRealOpenViking(auth: RealAuthMode = "dev"): Promise<R
       stdout: "null",
       stderr: "null",
     }).spawn();
-    const problem = await waitHealthy(url, child, timeoutMs);
+    let exited: Deno.CommandStatus | undefined;
+    child.status.then((s) => exited = s);
+    const healthy = (): Promise<boolean> | boolean =>
+      exited !== undefined || fetch(`${url}/health`, { signal: AbortSignal.timeout(2000) })
+        .then(async (res) => (await res.body?.cancel(), res.ok), () => false);
+    const problem = await waitUntil(healthy, timeoutMs, "/health", 200).then(
+      () => exited && `openviking-server exited with code ${exited.code} before /health answered`,
+      (e: Error) => e.message,
+    );
     if (problem) {
       throw new OpenVikingUnavailable(
         `${problem}; server log tail:\n${tail(await Deno.readTextFile(logFile).catch(() => ""))}`,
