@@ -154,12 +154,6 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
     flags: { json: bool("print the checks as JSON"), "kimi-home": kimiHome },
     run: async (v, _, env) => (await import("./doctor.ts")).doctorCommand(camel(v), env),
   }),
-  turns: command({
-    summary: "Shows what capture would send from a session's journal (no network, no state change).",
-    args: { "<kimi-session-id>": 'the session id ("session_…"; `kimi session list --json` lists them)' },
-    flags: { json: bool("one JSON object per message, in full") },
-    run: async ({ json }, [id], env) => (await import("./turns.ts")).turnsCommand(id, json, env),
-  }),
   status: command({
     summary: "What memory did: recalls, captures, commits and what OpenViking made of them, the queue.",
     flags: {

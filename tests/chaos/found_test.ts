@@ -16,7 +16,7 @@ import { replayQueue, sendMessages } from "../../openviking/queue.ts";
 import { rejectedWrites } from "../support/queue.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { placeJournal } from "../support/hook-context.ts";
-import { messagesOf } from "../../cli/turns.ts";
+import { messagesOf } from "../../scripts/turns.ts";
 import { audit } from "./audit.ts";
 import { Processes } from "./procs.ts";
 

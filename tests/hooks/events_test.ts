@@ -6,7 +6,7 @@
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { DEFAULT_ENTRY, FAKE_DIGEST } from "../support/fake-openviking.ts";
 import { loadConfig } from "../../openviking/config.ts";
-import { messagesOf } from "../../cli/turns.ts";
+import { messagesOf } from "../../scripts/turns.ts";
 import { writeState } from "../../memory/state.ts";
 import { enqueueMessages, ourQueue } from "../support/queue.ts";
 import { type Condition, CONDITIONS, sandbox, SESSION } from "./world.ts";
