@@ -157,9 +157,7 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
   status: command({
     summary: "What memory did: recalls, captures, commits and what OpenViking made of them, the queue.",
     flags: {
-      session: { ...str("ID", "one Kimi session (session_…) instead of the latest"), excludes: "all" },
-      all: bool("every session the ledger knows"),
-      cwd: workspace,
+      session: str("ID", "one Kimi session (session_…) instead of the newest"),
       json: bool('the same as JSON (its shape: README "status")'),
     },
     run: async (v, _, env) => (await import("./status.ts")).statusCommand(v, env),
