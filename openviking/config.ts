@@ -218,7 +218,6 @@ export const KNOBS = {
   redact: knob("OPENVIKING_REDACT", boolKnob, true, ON),
   writePathAsync: knob("OPENVIKING_WRITE_PATH_ASYNC", boolKnob, true, NEVER),
   pendingTtlDays: knob("OPENVIKING_PENDING_TTL_DAYS", numKnob(1, 3650), 7, NEVER),
-  mcpTools: knob("OPENVIKING_MCP_TOOLS", listKnob, ["memory"], NEVER),
   debug: knob("OPENVIKING_DEBUG", boolKnob, false, OFF),
   debugLogPath: knob("OPENVIKING_DEBUG_LOG", pathKnob, "", NEVER),
 };

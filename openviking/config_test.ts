@@ -335,7 +335,6 @@ Deno.test("knobs: every bad value gives one warning, in the table's order; the g
     ![
       "OPENVIKING_RECALL_DIGEST_LIMIT",
       "OPENVIKING_BYPASS_SESSION_PATTERNS",
-      "OPENVIKING_MCP_TOOLS",
       "OPENVIKING_DEBUG_LOG",
     ].includes(e)
   );
@@ -389,7 +388,6 @@ const WORKSPACE: Record<Name, Allowed> = {
   redact: on,
   writePathAsync: never(true, false),
   pendingTtlDays: never(7, 1),
-  mcpTools: never(["memory"], ["all"]),
   debug: off,
   debugLogPath: never("/var/log/a.log", "/tmp/leak.log"),
 };
