@@ -47,7 +47,6 @@ export async function replayCommand(options: { json: boolean; rejected: boolean 
   const report = await replayQueue(dir, createClient(config), {
     limit: Number.MAX_SAFE_INTEGER,
     budget: new Budget(Math.max(config.replayBudgetMs, 60_000)),
-    ttlDays: config.pendingTtlDays,
     waitUnsure: true,
     rejected: options.rejected,
   });

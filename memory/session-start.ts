@@ -37,7 +37,7 @@ async function houseKeeping(ctx: HookContext, now = Date.now()) {
 async function replayQueues(ctx: HookContext): Promise<HookResult> {
   const budget = new Budget(ctx.config.replayBudgetMs);
   await probeIfDue(clientFor(ctx), ctx.sharedStateDir, Date.now(), budget);
-  const options = { budget, ttlDays: ctx.config.pendingTtlDays, waitUnsure: ctx.isWorker };
+  const options = { budget, waitUnsure: ctx.isWorker };
   const client = await clientUnlessSilent(ctx, budget);
   const report = await replayQueue(ctx.pendingDir, client, options);
   // Prompts of sessions that died before a Stop, and sessions that ended without SessionEnd: delivered now.

@@ -6,7 +6,7 @@ import { terminalJson } from "../lib/neutralize.ts";
 import { preview, textColumns, WIDTH } from "../lib/columns.ts";
 import { type Env, kimiHome, processEnv } from "../lib/paths.ts";
 import { locateJournal } from "../kimi/journal/locate.ts";
-import { planCapture } from "../kimi/journal/plan.ts";
+import { CAPTURE_MAX_LENGTH, planCapture } from "../kimi/journal/plan.ts";
 import { scanJournal } from "../kimi/journal/turns.ts";
 
 /** One message capture would send. */
@@ -47,7 +47,7 @@ export async function turnsCommand(id: string, json: boolean, env: Env): Promise
     return 1;
   }
   const { config } = await loadConfig(env);
-  const options = { maxLength: config.captureMaxLength, redact: config.redact };
+  const options = { maxLength: CAPTURE_MAX_LENGTH, redact: config.redact };
   const messages = await messagesOf(found.path, options);
   for (const line of json ? messages.map((m) => terminalJson(m)) : renderTurns(messages)) console.log(line);
   return 0;

@@ -43,7 +43,7 @@ Deno.test("replay: a write its client gave up on is asked about only once the se
   });
   assertEquals([sent.sent, sent.queued], [0, 2], "no answer in time: queued, unsure");
   fake.fault({ route: "POST /api/v1/sessions/:id/messages*", status: 400, times: 3 });
-  const options = { limit: 50, ttlDays: 7, budget: new Budget(5000), sessionId: "kc-s" };
+  const options = { limit: 50, budget: new Budget(5000), sessionId: "kc-s" };
   const asked = fake.requests.length;
   const early = await replayQueue(pendingDir, client, options);
   assertEquals([early.replayed, early.deferred, early.messages], [0, 1, 0], "too early to ask: it waits");

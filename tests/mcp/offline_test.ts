@@ -208,11 +208,11 @@ Deno.test("mcp: a workspace file's value in a settings warning reaches stderr pr
   const repo = `${home.path}/repo`;
   await Deno.mkdir(`${repo}/.openviking`, { recursive: true });
   const hostile = "0.9\u202e\u009b31m\u001b]8;;https://evil.example\u0007";
-  await Deno.writeTextFile(`${repo}/.openviking/config.json`, JSON.stringify({ scoreThreshold: hostile }));
+  await Deno.writeTextFile(`${repo}/.openviking/config.json`, JSON.stringify({ promptBudgetMs: hostile }));
   const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url }, { cwd: repo });
   await proxy.initialize();
   assertEquals(await proxy.close(), 0);
   const said = proxy.diagnostics.join("\n");
-  assertMatch(said, /"scoreThreshold": invalid value "0\.9/);
+  assertMatch(said, /"promptBudgetMs": invalid value "0\.9/);
   assertTrue(!["\u202e", "\u009b", "\u0007", "\u001b"].some((c) => said.includes(c)), said);
 });
