@@ -33,9 +33,12 @@ async function houseKeeping(ctx: HookContext, now = Date.now()) {
   return { staleTempsRemoved: temps, ...(pruned ? { statesPruned: pruned } : {}) };
 }
 
+/** All a session start's worker may spend on the queue, its probe and the extraction check (ms). */
+export const REPLAY_BUDGET_MS = 10_000;
+
 /** Probes, replays the pending queues and asks about extraction in one budget, then refreshes the plugin's system prompt. */
 async function replayQueues(ctx: HookContext): Promise<HookResult> {
-  const budget = new Budget(ctx.config.replayBudgetMs);
+  const budget = new Budget(REPLAY_BUDGET_MS);
   await probeIfDue(clientFor(ctx), ctx.sharedStateDir, Date.now(), budget);
   const options = { budget, waitUnsure: ctx.isWorker };
   const client = await clientUnlessSilent(ctx, budget);

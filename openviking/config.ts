@@ -194,7 +194,6 @@ export const KNOBS = {
   recallPeerScope: knob("OPENVIKING_RECALL_PEER_SCOPE", enumKnob(SCOPES), "all", NARROWER),
   timeoutMs: knob("OPENVIKING_TIMEOUT_MS", numKnob(1000, 600_000), 15_000, NEVER),
   promptBudgetMs: knob("OPENVIKING_PROMPT_BUDGET_MS", numKnob(500, 600_000), 8000, NEVER),
-  replayBudgetMs: knob("OPENVIKING_REPLAY_BUDGET_MS", numKnob(200, 600_000), 10_000, LOWER),
   captureWaitMs: knob("OPENVIKING_CAPTURE_WAIT_MS", numKnob(0, 600_000), 10_000, LOWER),
   commitPolicy: knob("OPENVIKING_COMMIT_POLICY", enumKnob(COMMIT_POLICIES), "balanced", NEVER),
   idleCommitSeconds: knob("OPENVIKING_IDLE_COMMIT_SECONDS", numKnob(0.1, 86_400, false), 300, NEVER),

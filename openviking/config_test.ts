@@ -133,29 +133,29 @@ Deno.test("defaults when nothing is configured: the local server, no identity, e
 
 Deno.test("knobs: env > workspace local > workspace > ovcli plugin.kimicode (the shared plugin: only an off, warned)", () => {
   const ovcli = {
-    plugin: { replayBudgetMs: 2000, autoCapture: false, kimicode: { replayBudgetMs: 3000, timeoutMs: 4000 } },
+    plugin: { captureWaitMs: 2000, autoCapture: false, kimicode: { captureWaitMs: 3000, timeoutMs: 4000 } },
   };
   const base = sources({ ovcli });
   let { config, warnings } = resolveConfig(base);
-  assertEquals([config.replayBudgetMs, config.autoCapture, config.timeoutMs], [3000, false, 4000]);
+  assertEquals([config.captureWaitMs, config.autoCapture, config.timeoutMs], [3000, false, 4000]);
   assertStringIncludes(warnings.join(), 'ovcli.conf plugin "autoCapture" is read from plugin.kimicode only');
   const ws = (...values: unknown[]) => values.map((value, i) => ({ path: `/w/config${i}.json`, value }));
   ({ config } = resolveConfig({
     ...base,
-    workspace: ws({ replayBudgetMs: 2000 }, { replayBudgetMs: 1000, captureWaitMs: 3500 }),
+    workspace: ws({ captureWaitMs: 2000 }, { captureWaitMs: 1000, autoRecall: false }),
   }));
-  assertEquals([config.replayBudgetMs, config.captureWaitMs], [2000, 3500]);
+  assertEquals([config.captureWaitMs, config.autoRecall], [2000, false]);
   ({ config } = resolveConfig({
     ...base,
-    env: { OPENVIKING_REPLAY_BUDGET_MS: "6000" },
-    workspace: ws({ replayBudgetMs: 2000 }),
+    env: { OPENVIKING_CAPTURE_WAIT_MS: "6000" },
+    workspace: ws({ captureWaitMs: 2000 }),
   }));
-  assertEquals(config.replayBudgetMs, 6000);
-  const bad = resolveConfig({ ...base, workspace: ws({ replayBudgetMs: "x" }) });
-  assertEquals(bad.config.replayBudgetMs, 3000, "a bad workspace value leaves the user's own");
+  assertEquals(config.captureWaitMs, 6000);
+  const bad = resolveConfig({ ...base, workspace: ws({ captureWaitMs: "x" }) });
+  assertEquals(bad.config.captureWaitMs, 3000, "a bad workspace value leaves the user's own");
   assertEquals(
     bad.warnings.at(-1),
-    '/w/config0.json "replayBudgetMs": invalid value "x" (expected number); ignored',
+    '/w/config0.json "captureWaitMs": invalid value "x" (expected number); ignored',
   );
 });
 
@@ -189,7 +189,7 @@ Deno.test("loadConfig without a home reads no file: not the cwd's .openviking/, 
     const evil = {
       url: "http://evil:1",
       api_key: "evil",
-      replayBudgetMs: 3000,
+      captureWaitMs: 3000,
       server: { url: "http://evil:2" },
     };
     await Deno.writeTextFile(`${ws}/.openviking/${name}`, JSON.stringify(evil));
@@ -199,7 +199,7 @@ Deno.test("loadConfig without a home reads no file: not the cwd's .openviking/, 
   try {
     const { config, warnings } = await loadConfig({ OPENVIKING_URL: "http://user:1933" }, ws);
     assertEquals(
-      [config.baseUrl, config.apiKey, config.replayBudgetMs, config.debugLogPath],
+      [config.baseUrl, config.apiKey, config.captureWaitMs, config.debugLogPath],
       ["http://user:1933", "", 10_000, ""],
     );
     assertEquals(warnings, []);
@@ -216,7 +216,7 @@ Deno.test("loadConfig with a home: workspace files set knobs only — never a UR
   await Deno.mkdir(`${ws}/.openviking`, { recursive: true });
   const fields = ["url", "baseUrl", "mcpUrl", "api_key", "apiKey", "account", "user", "peerId"];
   const hostile = Object.fromEntries(fields.map((k) => [k, "http://evil:1"]));
-  Object.assign(hostile, { debugLogPath: "/etc/evil.log", replayBudgetMs: 3000 });
+  Object.assign(hostile, { debugLogPath: "/etc/evil.log", captureWaitMs: 3000 });
   await Deno.writeTextFile(`${ws}/.openviking/config.json`, JSON.stringify(hostile));
   await Deno.writeTextFile(`${ws}/.openviking/config.local.json`, JSON.stringify(hostile));
   await Deno.writeTextFile(
@@ -230,7 +230,7 @@ Deno.test("loadConfig with a home: workspace files set knobs only — never a UR
     ["http://127.0.0.1:1933", "http://127.0.0.1:1933/mcp", "", "", "", ""],
   );
   assertEquals(config.debugLogPath, `${dir.path}/home/.openviking/logs/kimicode-hooks.log`);
-  assertEquals(config.replayBudgetMs, 3000, "knobs still apply");
+  assertEquals(config.captureWaitMs, 3000, "knobs still apply");
   assertMatch(
     warnings.join("\n"),
     /config\.json: "url" is ignored \(a workspace file may not set it\); put it in ~\/\.openviking\/ovcli\.conf/,
@@ -264,18 +264,17 @@ const PARSES: [Name, "env" | "file", unknown, unknown, string?][] = [
   ...[["1", true], ["0", false], ["TRUE", true], [" yes ", true], ["On", true], ["OFF", false]].map(([raw, want]): [Name, "env", unknown, unknown] => ["enabled", "env", raw, want]),
   ["redact", "file", false, false],
   ...["maybe", 1, 0, "", [], { a: 1 }].map((raw): [Name, "file", unknown, unknown, string] => ["enabled", "file", raw, true, "expected boolean"]),
-  ["replayBudgetMs", "env", " 700 ", 700],
-  ["replayBudgetMs", "env", "0x400", 1024],
-  ["replayBudgetMs", "file", 200, 200],
-  ["replayBudgetMs", "file", 600_000, 600_000],
-  ["replayBudgetMs", "file", "0", 10_000, "must be at least 200"],
-  ["replayBudgetMs", "file", -1, 10_000, "must be at least 200"],
-  ["replayBudgetMs", "file", 600_001, 10_000, "must be at most 600000"],
-  ["replayBudgetMs", "file", "1e6", 10_000, "must be at most 600000"],
-  ["replayBudgetMs", "file", 250.5, 10_000, "expected int"],
-  ["replayBudgetMs", "file", "250.5", 10_000, "expected int"],
-  ...["lots", "", " ", "Infinity", "NaN", "1_000", true, [5]].map((raw): [Name, "file", unknown, unknown, string] => ["replayBudgetMs", "file", raw, 10_000, "expected number"]),
-  ["replayBudgetMs", "file", 1e20, 10_000, "must be at most 600000"],
+  ["captureWaitMs", "env", " 700 ", 700],
+  ["captureWaitMs", "env", "0x400", 1024],
+  ["captureWaitMs", "file", 0, 0],
+  ["captureWaitMs", "file", 600_000, 600_000],
+  ["captureWaitMs", "file", -1, 10_000, "must be at least 0"],
+  ["captureWaitMs", "file", 600_001, 10_000, "must be at most 600000"],
+  ["captureWaitMs", "file", "1e6", 10_000, "must be at most 600000"],
+  ["captureWaitMs", "file", 250.5, 10_000, "expected int"],
+  ["captureWaitMs", "file", "250.5", 10_000, "expected int"],
+  ...["lots", "", " ", "Infinity", "NaN", "1_000", true, [5]].map((raw): [Name, "file", unknown, unknown, string] => ["captureWaitMs", "file", raw, 10_000, "expected number"]),
+  ["captureWaitMs", "file", 1e20, 10_000, "must be at most 600000"],
   ["idleCommitSeconds", "env", "0.5", 0.5],
   ["idleCommitSeconds", "file", 0.1, 0.1],
   ["idleCommitSeconds", "file", 86_401, 300, "must be at most 86400"],
@@ -315,14 +314,14 @@ Deno.test("knobs: each kind of knob parses its words and bounds; a refused value
 
 Deno.test("knobs: every bad value gives one warning, in the table's order; the good ones still apply", () => {
   const env = Object.fromEntries(Object.values(KNOBS).map((k) => [k.env, "bogus"]));
-  env.OPENVIKING_REPLAY_BUDGET_MS = "700";
+  env.OPENVIKING_CAPTURE_WAIT_MS = "700";
   const warnings: string[] = [];
   const s: Settings = resolveSettings({ env }, warnings);
-  assertEquals(s.replayBudgetMs, 700);
+  assertEquals(s.captureWaitMs, 700);
   const named = warnings.filter((w) => w.startsWith("OPENVIKING_")).map((w) => w.slice(0, w.indexOf(":")));
   const expected = Object.values(KNOBS).map((k) => k.env).filter((e) =>
     ![
-      "OPENVIKING_REPLAY_BUDGET_MS",
+      "OPENVIKING_CAPTURE_WAIT_MS",
       "OPENVIKING_BYPASS_SESSION_PATTERNS",
       "OPENVIKING_DEBUG_LOG",
     ].includes(e)
@@ -362,7 +361,6 @@ const WORKSPACE: Record<Name, Allowed> = {
   },
   timeoutMs: never(15_000, 1000),
   promptBudgetMs: never(8000, 500),
-  replayBudgetMs: lower(200, 10_000),
   captureWaitMs: lower(0, 10_000),
   commitPolicy: never("balanced", "every-turn"),
   idleCommitSeconds: never(300, 1),
@@ -412,10 +410,10 @@ Deno.test("loadConfig: a directory, a device or a huge file as a config is never
   await Deno.symlink("/dev/zero", `${ws}/config.json`);
   await Deno.writeTextFile(
     `${ws}/config.local.json`,
-    `{"replayBudgetMs": 3000, "pad": "${"x".repeat(1 << 20)}"}`,
+    `{"captureWaitMs": 3000, "pad": "${"x".repeat(1 << 20)}"}`,
   );
   const { config, warnings } = await loadConfig({ HOME: dir.path }, `${dir.path}/repo`);
-  assertEquals([config.baseUrl, config.apiKey, config.replayBudgetMs], ["http://127.0.0.1:1933", "", 10_000]);
+  assertEquals([config.baseUrl, config.apiKey, config.captureWaitMs], ["http://127.0.0.1:1933", "", 10_000]);
   assertEquals(warnings.length, 4, warnings.join("\n"));
   for (const f of [`${home}/ovcli.conf`, `${home}/ov.conf`, `${ws}/config.json`]) {
     assertStringIncludes(warnings.join("\n"), `cannot read ${f}: not a regular file`);

@@ -72,7 +72,7 @@ Deno.test("fuzz: loadConfig on random credential files, workspace files and envi
     fc.asyncProperty(
       configFile(OVCLI),
       configFile(OVCONF),
-      configFile('{"replayBudgetMs": 3000}'),
+      configFile('{"captureWaitMs": 3000}'),
       configFile('{"autoRecall": false}'),
       fc.dictionary(fc.constantFrom(...KNOB_NAMES.map((k) => KNOBS[k].env)), nastyString, { maxKeys: 5 }),
       fc.record({
