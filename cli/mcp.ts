@@ -12,7 +12,6 @@ import { gateReason } from "../kimi/gates.ts";
 import { printable } from "../lib/neutralize.ts";
 import { withoutUserinfo } from "../lib/redact.ts";
 import { Proxy, type ProxyOptions } from "../mcp/proxy.ts";
-import { toolCachePath } from "../mcp/tool-cache.ts";
 // @ts-types="@modelcontextprotocol/sdk/server/stdio"
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { Readable, Writable } from "node:stream";
@@ -86,7 +85,6 @@ export async function runMcpServer(io: McpServerIo): Promise<number> {
     send: write,
     log,
     limits: io.limits,
-    toolCache: toolCachePath(io.env),
     prints: () => machinePrints(orNoHome(() => hookStateDir(io.env)) ?? ""),
     paused: async () => {
       const b = await readBreaker(orNoHome(() => sharedStateDir(io.env)) ?? "", proxy.settings.config.mcpUrl);

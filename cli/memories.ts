@@ -40,8 +40,6 @@ export function renderListing(
       lines.push(`  ${when(m).padEnd(column)}${text}`, `      ${m.uri}`);
     }
   }
-  const templates = (l.templates ?? []).map((u) => `      ${u}`);
-  if (templates.length) lines.push("", "templates of the server, not filled in (left out):", ...templates);
   for (const f of l.failures) lines.push("", `could not read ${f.root.uri}: ${f.failure.error.message}`);
   return wrapLines(lines);
 }
@@ -240,7 +238,7 @@ export async function memoriesCommand(
     return failed(first.failure, o.search !== undefined ? "search" : "listing", first.root.uri);
   }
   const failures = l.failures.map((f) => ({ uri: f.root.uri, message: f.failure.error.message }));
-  const value = { roots, memories: l.memories, templates: l.templates ?? [], failures };
+  const value = { roots, memories: l.memories, failures };
   const code = failures.length && !l.memories.length ? 1 : 0;
   return say(value, renderListing({ roots, ...l }, now, o.search), code);
 }

@@ -56,19 +56,14 @@ Deno.test("the listing: one column rule — the text starts two spaces after the
   assertEquals([found[3], found[5]], ["  0.68  The billing service", "  0.50  Shipped 1.0"]);
 });
 
-Deno.test("the listing says when there are no project memories, names the unfilled templates apart, and the roots it could not read", () => {
+Deno.test("the listing says when there are no project memories, and the roots it could not read", () => {
   const lines = renderListing({
     roots: [roots[0]],
     memories: [memory("memories/events/e.md", "events", 2, "Shipped 1.0")],
-    templates: ["viking://user/u/memories/identity.md", "viking://user/u/memories/soul.md"],
     failures: [{ root: roots[0], failure: failure("server", 500, { message: "boom" }) }],
   }, NOW);
   assertEquals(lines[0], "1 memory: yours (no project memories here)");
-  assertEquals(lines.slice(-6), [
-    "",
-    "templates of the server, not filled in (left out):",
-    "      viking://user/u/memories/identity.md",
-    "      viking://user/u/memories/soul.md",
+  assertEquals(lines.slice(-2), [
     "",
     "could not read viking://~/memories: boom",
   ]);

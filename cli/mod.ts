@@ -154,18 +154,10 @@ export const COMMANDS: Readonly<Record<string, ReturnType<typeof command>>> = {
     flags: { json: bool("print the checks as JSON"), "kimi-home": kimiHome },
     run: async (v, _, env) => (await import("./doctor.ts")).doctorCommand(camel(v), env),
   }),
-  turns: command({
-    summary: "Shows what capture would send from a session's journal (no network, no state change).",
-    args: { "<kimi-session-id>": 'the session id ("session_…"; `kimi session list --json` lists them)' },
-    flags: { json: bool("one JSON object per message, in full") },
-    run: async ({ json }, [id], env) => (await import("./turns.ts")).turnsCommand(id, json, env),
-  }),
   status: command({
     summary: "What memory did: recalls, captures, commits and what OpenViking made of them, the queue.",
     flags: {
-      session: { ...str("ID", "one Kimi session (session_…) instead of the latest"), excludes: "all" },
-      all: bool("every session the ledger knows"),
-      cwd: workspace,
+      session: str("ID", "one Kimi session (session_…) instead of the newest"),
       json: bool('the same as JSON (its shape: README "status")'),
     },
     run: async (v, _, env) => (await import("./status.ts")).statusCommand(v, env),

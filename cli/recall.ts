@@ -7,6 +7,7 @@ import { loadConfig } from "../openviking/config.ts";
 import { type Env, orNoHome, sharedStateDir } from "../lib/paths.ts";
 import { isOpen, readBreaker } from "../openviking/breaker.ts";
 import { pausedLine, recallQuery } from "../memory/prompt.ts";
+import { MIN_QUERY_LENGTH } from "../memory/recall.ts";
 import { ago, plural } from "../lib/columns.ts";
 import { workspaceDir } from "../lib/self.ts";
 import { resolvePeer } from "../openviking/peer.ts";
@@ -61,8 +62,8 @@ export async function recallPreview(text: string, cwd: string, env: Env): Promis
   // Skipped with recall on: the hook's rule for a query it asks nothing for (injectionFor).
   if (injection.recall === "skipped") {
     out.skipped = on
-      ? `the text (${JSON.stringify(query)}) is shorter than OPENVIKING_MIN_QUERY_LENGTH ` +
-        `(${config.minQueryLength}) once cleaned: the hook asks the server nothing for it`
+      ? `the text (${JSON.stringify(query)}) is shorter than ${MIN_QUERY_LENGTH} characters ` +
+        `once cleaned: the hook asks the server nothing for it`
       : "recall is off here (OPENVIKING_MEMORY_ENABLED or OPENVIKING_AUTO_RECALL is false: in the " +
         "environment, ovcli.conf's plugin.kimicode, or this workspace's .openviking/config.json)";
   }

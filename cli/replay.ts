@@ -46,8 +46,7 @@ export async function replayCommand(options: { json: boolean; rejected: boolean 
   const dir = pendingDir(env);
   const report = await replayQueue(dir, createClient(config), {
     limit: Number.MAX_SAFE_INTEGER,
-    budget: new Budget(Math.max(config.replayBudgetMs, 60_000)),
-    ttlDays: config.pendingTtlDays,
+    budget: new Budget(60_000),
     waitUnsure: true,
     rejected: options.rejected,
   });

@@ -19,13 +19,13 @@ import {
 import * as queues from "../openviking/queue.ts";
 import * as paths from "../lib/paths.ts";
 import { resolvePeer } from "../openviking/peer.ts";
-import { asRecord, isRecord, type JsonRecord, tolerant } from "../lib/parsed.ts";
+import { asRecord, isRecord, tolerant } from "../lib/parsed.ts";
 import { scrub } from "../lib/redact.ts";
 import { isFor, readState, statePaths, uncommitted } from "../memory/state.ts";
 import { dueAt } from "../memory/idle-commit.ts";
 import { VERSION } from "../lib/version.ts";
 import { ago, plural, wrapLines } from "../lib/columns.ts";
-import { commandName, workspaceDir } from "../lib/self.ts";
+import { commandName, invocationCwd } from "../lib/self.ts";
 import { SESSION_PREFIX, sessionDestination } from "../memory/context.ts";
 import { alarmWords, askAlarm, memoriesOf } from "../memory/extraction.ts";
 
@@ -130,6 +130,8 @@ export function errorOf(
   return { at, kind: cause.kind, message: a.summary, fix: a.fix };
 }
 
+/** Sessions `status` shows without `--session`. */
+const NEWEST_SESSIONS = 5;
 /** Commits of a session the screen shows (the newest); the rest are counted. */
 const SHOWN_COMMITS = 3;
 
@@ -206,6 +208,9 @@ function placeQueued(s: SessionStatus, tasks: { id: string; at: number }[]) {
   return left;
 }
 
+/** A commit's task status when the session's task list does not name it (expired, or another server's). */
+const UNLISTED = "unlisted";
+
 function commitLine(c: CommitStatus, now: number, url: string): string {
   const { origin: o, task: t } = c;
   const who = o &&
@@ -213,10 +218,8 @@ function commitLine(c: CommitStatus, now: number, url: string): string {
   const made = plural(t?.memories.length ?? 0, "memory", "memories");
   const task = o
     ? `made on ${o.url}${who}: not asked`
-    : t?.status === "expired"
-    ? "expired (the server keeps finished tasks 24 h, failed ones 7 days)"
-    : t?.status === "not-found"
-    ? "not known to this server (made on another server or identity?)"
+    : t?.status === UNLISTED
+    ? "the server no longer lists it"
     : t
     ? `${t.status}${t.error ? `: ${t.error}` : ""}${t.memories.length ? ` → ${made}` : ""}`
     : c.taskId && "task not asked";
@@ -391,35 +394,26 @@ async function connection(client: OpenVikingClient, config: Config, cwd: string)
   } satisfies Status["connection"];
 }
 
-/** Fills in each commit's task (list, then shown ones by id; 404: expired) and memory diffs; what went unasked. */
+/** Fills in each commit's task from the session's task list, and memory diffs; what went unasked. */
 async function askTasks(client: OpenVikingClient, s: SessionStatus, diffs: { left: number }) {
   const list = await client.request("GET", "/api/v1/tasks", z.array(z.unknown()), {
     query: { resource_id: s.openVikingSessionId, limit: 200 },
   });
   if (!list.ok) return [`the commit tasks of ${s.kimiSessionId}`];
-  const tasks = new Map<string, JsonRecord | "expired" | "not-found">(
-    list.result.filter(isRecord).map((t) => [String(t.task_id), t]),
-  );
+  const tasks = new Map(list.result.filter(isRecord).map((t) => [String(t.task_id), t]));
   const known = new Set(s.commits.map((c) => c.taskId));
   const unknown = [...tasks].filter(([id]) => !known.has(id))
-    .map(([id, t]) => ({ id, at: Number(asRecord(t).created_at ?? 0) * 1000 }));
+    .map(([id, t]) => ({ id, at: Number(t.created_at ?? 0) * 1000 }));
   // Tasks no entry names: a queued commit replayed with no record takes its own; the rest are another client's.
   for (const t of placeQueued(s, unknown)) s.commits.push({ at: t.at, outcome: "server", taskId: t.id });
   s.commits.sort((a, b) => a.at - b.at);
-  let failed = 0;
-  for (const c of s.commits.slice(-SHOWN_COMMITS)) {
-    if (!c.taskId || c.origin || tasks.has(c.taskId)) continue;
-    const one = await client.request("GET", `/api/v1/tasks/${encodeURIComponent(c.taskId)}`, z.unknown());
-    if (one.ok && isRecord(one.result)) tasks.set(c.taskId, one.result);
-    else if (!one.ok && one.kind === "rejected" && one.status === 404) {
-      // Younger than the server keeps any task: it was never this server's (or this identity's).
-      tasks.set(c.taskId, Date.now() - c.at < 86_400_000 ? "not-found" : "expired"); // a day: finished tasks kept
-    } else failed++;
-  }
   for (const c of [...s.commits].reverse()) {
-    const t = c.taskId ? tasks.get(c.taskId) : undefined;
-    if (typeof t === "string") c.task = { status: t, memories: [] };
-    if (!t || typeof t === "string") continue;
+    if (!c.taskId || c.origin) continue;
+    const t = tasks.get(c.taskId);
+    if (!t) {
+      c.task = { status: UNLISTED, memories: [] };
+      continue;
+    }
     const status = String(t.status ?? "unknown");
     const memories = status === "completed" && diffs.left-- > 0 ? await memoriesOf(client, t) ?? [] : [];
     const tokens = asRecord(asRecord(asRecord(t.result).token_usage).llm).total_tokens;
@@ -430,10 +424,10 @@ async function askTasks(client: OpenVikingClient, s: SessionStatus, diffs: { lef
       ...(typeof tokens === "number" && Number.isFinite(tokens) ? { tokens } : {}),
     };
   }
-  return failed ? [`the tasks of ${failed} commit(s) of ${s.kimiSessionId}`] : [];
+  return [];
 }
 
-type SessionChoice = { session?: string; all?: boolean };
+type SessionChoice = { session?: string };
 
 /** The chosen sessions (newest first) as the ledger, the queue and the rejected place know them (no network). */
 export async function localSessions(
@@ -448,7 +442,7 @@ export async function localSessions(
   const files = (await ledgerFiles(dir).catch(() => [])).filter((f) => f.name !== REPLAY_FILE);
   const chosen = choice.session !== undefined
     ? [await paths.safeId(choice.session)]
-    : files.map((f) => f.name).slice(0, choice.all ? undefined : 5);
+    : files.map((f) => f.name).slice(0, NEWEST_SESSIONS);
   const counts = (q: queues.QueueSummary, ov: string) => {
     const { entries = 0, messages = 0, commits = 0 } = q.sessions.find((x) => x.sessionId === ov) ?? {};
     return { entries, messages, commits };
@@ -562,16 +556,16 @@ async function knownSession(env: paths.Env, id: string): Promise<boolean> {
     !!queue && await queues.hasUnsent(queue, `${SESSION_PREFIX}${safe}`).catch(() => false);
 }
 
-/** `openviking-kimi status`: exit 0; 1 for a session nothing is known of; 2 for a bad --cwd. */
-export async function statusCommand(o: SessionChoice & { cwd?: string; json: boolean }, env: paths.Env) {
-  const fail = (code: number, message: string) => (console.error(`openviking-kimi status: ${message}`), code);
+/** `openviking-kimi status`: exit 0; 1 for a session nothing is known of. */
+export async function statusCommand(o: SessionChoice & { json: boolean }, env: paths.Env) {
   if (o.session !== undefined && !(await knownSession(env, o.session))) {
-    const all = `\`${commandName(env)} status --all\` lists the sessions the ledger knows.`;
-    return fail(1, `no ledger or state exists for session ${JSON.stringify(o.session)}. ${all}`);
+    const newest = `\`${commandName(env)} status\` lists the newest sessions the ledger knows.`;
+    console.error(
+      `openviking-kimi status: no ledger or state exists for session ${JSON.stringify(o.session)}. ${newest}`,
+    );
+    return 1;
   }
-  const cwd = await workspaceDir(o.cwd, env);
-  if (!cwd) return fail(2, `--cwd ${JSON.stringify(o.cwd)} is not a directory.`);
-  const status = await collectStatus(env, cwd, o);
+  const status = await collectStatus(env, invocationCwd(env), o);
   console.log(o.json ? reportJson(status, 2) : printable(renderStatus(status, Date.now())));
   return 0;
 }

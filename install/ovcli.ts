@@ -143,10 +143,13 @@ export const maskSecrets = (text: string): string =>
     '$1"********"',
   );
 
+const CONNECTION_VARIABLES = /^OPENVIKING_(URL|BASE_URL|MCP_URL|API_KEY|ACCOUNT|USER|PEER_ID)$/;
+
 /** The address the credential files give now and the key saved for it ("" = none), the environment aside. */
 export async function savedConnection(env: Env): Promise<{ url: string; apiKey: string }> {
-  const { config } = await loadConfig({ ...env, OPENVIKING_CREDENTIAL_SOURCE: "ovcli" });
-  return { url: config.baseUrl, apiKey: config.apiKey };
+  const files = Object.fromEntries(Object.entries(env).filter(([k]) => !CONNECTION_VARIABLES.test(k)));
+  const { config } = await loadConfig(files);
+  return { url: config.baseUrl, apiKey: config.apiKeySource === "ovcli.conf" ? config.apiKey : "" };
 }
 
 /** How the key was asked for on the command line (`apiKey`: `--api-key KEY`, "" deletes the saved key). */

@@ -22,7 +22,6 @@ import { buildHeaders, readBody, serverMessageOf } from "../openviking/client.ts
 import { type Config, keyFor } from "../openviking/config.ts";
 import { BUILTIN_TOOLS, offeredTools } from "../memory/tools.ts";
 import { type Failure, failureError } from "./errors.ts";
-import { readToolCache, validTools, writeToolCache } from "./tool-cache.ts";
 import { MAX_DEPTH, neutralized, redacted, REDACTED_PARAMS } from "./gate.ts";
 
 /** The production bounds (decision 44): times in ms; bytes as inflated, of a JSON body or SSE event, a stream. */
@@ -100,7 +99,6 @@ export type ProxyOptions = {
   reload?: () => Promise<ProxySettings>;
   send: (message: JSONRPCMessage) => Promise<void>;
   log: Logger;
-  toolCache: string;
   limits?: Partial<ProxyLimits>;
   paused?: () => Promise<boolean>;
   prints?: () => Promise<ReadonlySet<string>>;
@@ -149,8 +147,7 @@ export class Proxy {
   private readonly pending = new Map<string, Pending>();
   private readonly inFlight = new Map<string, { controller: AbortController; sent: boolean }>();
   private readonly tasks = new Set<Promise<unknown>>();
-  private readonly toolSlots = slots(16);
-  private readonly otherSlots = slots(8);
+  private readonly slots = slots(24);
   private readonly limits: ProxyLimits;
   private barrier: Promise<void> = Promise.resolve();
   /** The client's initialize params, to initialise the server again; the server's answer to ours. */
@@ -459,8 +456,7 @@ export class Proxy {
     const signal = AbortSignal.any([entry.controller.signal, this.stopped.signal]);
     this.inFlight.set(key, entry);
     const barrier = this.barrier;
-    const slots = request.method === "tools/call" ? this.toolSlots : this.otherSlots;
-    const release = await slots(signal);
+    const release = await this.slots(signal);
     try {
       if (!release) return;
       await barrier;
@@ -472,7 +468,7 @@ export class Proxy {
       // While the proxy's initialize goes on after the client's was answered without it, a tools/list is too.
       const starting = request.method === "tools/list" && this.startingOffline;
       if (starting || await this.paused()) {
-        return await this.options.send(await this.fallback(request, { kind: "paused" }));
+        return await this.options.send(this.fallback(request, { kind: "paused" }));
       }
       const redacts = Object.hasOwn(REDACTED_PARAMS, request.method) && this.settings.config.redact;
       const outgoing = redacts ? await this.redacted(request, "The arguments") : request;
@@ -485,8 +481,8 @@ export class Proxy {
       const catalog = request.method === "tools/list";
       const clean = failed(out) ? out : gated(out, catalog);
       const reply = failed(clean)
-        ? neutralized(await this.fallback(request, clean), catalog)!
-        : (request.method === "tools/list" ? this.listed(request, clean) : clean);
+        ? neutralized(this.fallback(request, clean), catalog)!
+        : (request.method === "tools/list" ? this.listed(clean) : clean);
       await this.options.send(reply);
     } finally {
       release?.();
@@ -571,13 +567,11 @@ export class Proxy {
     await this.options.send({ jsonrpc: "2.0", id: request.id, result });
   }
 
-  /** The answer when the server gave none: the cached or built-in catalog for `tools/list`, else an error. */
-  private async fallback(request: JSONRPCRequest, failure: Failure): Promise<JSONRPCMessage> {
+  /** The answer when the server gave none: the built-in catalog for `tools/list`, else an error. */
+  private fallback(request: JSONRPCRequest, failure: Failure): JSONRPCMessage {
     if (request.method === "tools/list" && request.params?.cursor === undefined) {
-      const cached = await readToolCache(this.options.toolCache, this.settings.config.mcpUrl);
-      this.options.log.stage("offline-tools-list", { failure, cached: Boolean(cached) });
-      const tools = this.offered(cached ?? BUILTIN_TOOLS);
-      return { jsonrpc: "2.0", id: request.id, result: { tools } };
+      this.options.log.stage("offline-tools-list", { failure });
+      return { jsonrpc: "2.0", id: request.id, result: { tools: this.offered(BUILTIN_TOOLS) } };
     }
     return this.fallbackError(request, failure);
   }
@@ -594,18 +588,15 @@ export class Proxy {
     this.options.log.stage("server-message-dropped", { method: message.method, failure: clean });
   }
 
-  /** A `tools/list` reply with only the tools offered; a whole list is saved for offline sessions. */
-  private listed(request: JSONRPCRequest, response: JSONRPCMessage): JSONRPCMessage {
+  /** A `tools/list` reply with only the tools offered. */
+  private listed(response: JSONRPCMessage): JSONRPCMessage {
     if (!("result" in response) || !Array.isArray(response.result.tools)) return response;
-    const whole = request.params?.cursor === undefined && response.result.nextCursor === undefined;
-    const tools = whole ? validTools(response.result.tools) : undefined;
-    if (tools) void this.track(writeToolCache(this.options.toolCache, this.settings.config.mcpUrl, tools));
     return { ...response, result: { ...response.result, tools: this.offered(response.result.tools) } };
   }
 
   /** The tools of `tools` the model is offered: none while memory is off in this workspace. */
   private offered<T>(tools: readonly T[]): T[] {
-    return this.settings.off ? [] : offeredTools(tools, this.settings.config.mcpTools);
+    return this.settings.off ? [] : offeredTools(tools);
   }
 
   private notify(message: JSONRPCNotification): void {

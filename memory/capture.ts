@@ -36,6 +36,7 @@ import { locateJournal } from "../kimi/journal/locate.ts";
 import {
   acknowledge,
   type Candidate,
+  CAPTURE_MAX_LENGTH,
   captureKey,
   fallbackKey,
   type Plan,
@@ -70,16 +71,18 @@ export type CommitPolicy = typeof COMMIT_POLICIES[number];
 
 export const WORKER_LOCK_WAIT_MS = 120_000;
 const WORKER_BUDGET_MS = 60_000;
+/** All an Interrupt's synchronous capture may take (ms): Kimi waits for it. */
+const INTERRUPT_BUDGET_MS = 2000;
 
 /** The capture mode of an event run (in the worker, or synchronously). */
 export function captureMode(
   event: HookEvent,
-  config: { captureWaitMs: number; interruptBudgetMs: number },
+  config: { captureWaitMs: number },
   startedAt: number,
   worker = false,
 ): CaptureMode {
   if (event === "interrupt" && !worker) {
-    const total = config.interruptBudgetMs;
+    const total = INTERRUPT_BUDGET_MS;
     const waitMs = Math.min(config.captureWaitMs, Math.floor(total * 0.4));
     const budget = new Budget(total - (Date.now() - startedAt));
     return { waitMs, force: true, lockWaitMs: Math.floor(total * 0.3), budget };
@@ -299,7 +302,7 @@ async function replayBacklog(run: Run): Promise<Sending> {
   const { ctx } = run;
   if (await hasUnsent(ctx.pendingDir, ctx.ovSessionId)) {
     const [budget, sessionId] = [run.mode.budget, ctx.ovSessionId];
-    const bounds = { budget, sessionId, ttlDays: ctx.config.pendingTtlDays, waitUnsure: ctx.isWorker };
+    const bounds = { budget, sessionId, waitUnsure: ctx.isWorker };
     run.report.backlog = await replayQueue(ctx.pendingDir, run.client, bounds);
   }
   const queue = await openQueue(run);
@@ -438,7 +441,7 @@ export async function captureSession(ctx: HookContext, mode: CaptureMode): Promi
     const scan = await scanFrom(journal, start.cursor);
     const newest = scan.turns.turns.at(-1);
     const planOptions: PlanOptions = {
-      maxLength: ctx.config.captureMaxLength,
+      maxLength: CAPTURE_MAX_LENGTH,
       redact: ctx.config.redact,
       includeOpen: mode.force && !(newest && !newest.closed && newest.startOffset >= forceLimit),
       maxTurns: TURNS_PER_STEP,

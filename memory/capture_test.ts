@@ -95,7 +95,7 @@ Deno.test("a request the server took whose reply was never recorded: settled, no
 });
 
 Deno.test("lockedMode: a worker's budget starts at the lock; an interrupt's keeps running from the hook's start", () => {
-  const config = { captureWaitMs: 0, interruptBudgetMs: 2000 };
+  const config = { captureWaitMs: 0 };
   const interrupt = captureMode("interrupt", config, Date.now() - 1500);
   assertEquals(lockedMode(interrupt).budget, interrupt.budget, "Kimi's 2 s do not restart");
   const stop = captureMode("stop", config, Date.now());

@@ -61,7 +61,7 @@ Deno.test("the plugin's texts and the guard name only tools the proxy offers by 
     (m) => m[1],
   );
   assertTrue(named.length >= 10, "the texts name tools");
-  const offered = offeredTools(OPENVIKING_TOOLS.map((name) => ({ name })), []).map((t) => t.name);
+  const offered = offeredTools(OPENVIKING_TOOLS.map((name) => ({ name }))).map((t) => t.name);
   assertEquals(offered, OFFERED_TOOLS);
   for (const name of named) assertTrue(offered.includes(name), `${name} is not offered`);
   for (const [path, text] of PLUGIN_TEXTS) {

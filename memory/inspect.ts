@@ -114,11 +114,10 @@ export function isUnfilledTemplate(uri: string, text: string): boolean {
   return name in SEEDED && text.trim() === SEEDED[name];
 }
 
-/** What a listing found, the roots it could not read, the seeded files not filled in yet (left out of `memories`). */
+/** What a listing found (the seeded files not filled in yet left out), the roots it could not read. */
 export type Listing = {
   memories: Listed[];
   failures: { root: Root; failure: OvFailure }[];
-  templates?: string[];
 };
 
 /** A root's memories, or the failure (`isNotFound` of a tree: a root the server has no folder for yet, none). */
@@ -145,7 +144,6 @@ async function listing(
     return t.ok ? t.result : undefined;
   });
   const unfilled = memories.filter((m, i) => read[i] !== undefined && isUnfilledTemplate(m.uri, read[i]));
-  out.templates = unfilled.map((m) => m.uri);
   out.memories = memories.filter((m) => !unfilled.includes(m)).sort(byRank);
   return out;
 }

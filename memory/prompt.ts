@@ -28,7 +28,7 @@ import { alarmWords, readAlarm } from "./extraction.ts";
 import { redact } from "../lib/redact.ts";
 import { cutText, PRINT_MAX_CHARS, safe, type SafeText } from "../lib/neutralize.ts";
 import { cleanInjected, prepareText } from "../kimi/journal/clean.ts";
-import { fallbackKey, seenAt } from "../kimi/journal/plan.ts";
+import { CAPTURE_MAX_LENGTH, fallbackKey, seenAt } from "../kimi/journal/plan.ts";
 import type { Turn } from "../kimi/journal/turns.ts";
 
 /** Longest query sent, in characters. */
@@ -146,7 +146,7 @@ async function claimPrompt(
     const claimed = await updateState(ctx.promptPaths, (s) => {
       const decision = promptDecision(s, { ...prompt, at: ctx.startedAt });
       if (decision.duplicate) return Promise.resolve({ value: { ...none, decision } });
-      const options = { maxLength: c.captureMaxLength, redact: c.redact, prints };
+      const options = { maxLength: CAPTURE_MAX_LENGTH, redact: c.redact, prints };
       const kept = c.autoCapture ? keepPrompt(s, promptText(ctx.input), ctx.startedAt, options) : s;
       const tell = prompt.outage !== undefined && s.pausedNotice !== prompt.outage;
       const state: SessionState = {

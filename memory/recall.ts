@@ -33,6 +33,12 @@ export const Entries = z.catch(z.array(z.catch(z.nullable(MemorySchema), null)),
 /** The context face's reply (its `rendered` and `digest` texts are not printed). */
 const ContextReply = z.looseObject({ entries: Entries });
 
+/** The shortest prompt recall asks for (characters, once cleaned). */
+export const MIN_QUERY_LENGTH = 3;
+/** The least score a memory needs to be recalled (the server's 0–1). */
+const SCORE_THRESHOLD = 0.35;
+/** The digest's size: at most this many memories, in at most this many characters. */
+const [DIGEST_LIMIT, DIGEST_CHARS] = [5, 1200];
 const MAX_MEMORIES = 50;
 const MAX_TEXT = 4000;
 const MAX_URI = 300;
@@ -74,7 +80,7 @@ export async function recallForPrompt(
   if (!query) return { source: "none", memories: [] };
   // No quotas, token cap or dedupe window: the server's defaults; `exclude_uris` what the session was shown.
   const body = {
-    ...{ query, mode: "context", purpose: "coding", score_threshold: s.scoreThreshold },
+    ...{ query, mode: "context", purpose: "coding", score_threshold: SCORE_THRESHOLD },
     ...(s.recallPeerScope !== "all" ? { peer_scope: "actor" } : {}),
     ...(req.sessionId ? { session_id: req.sessionId } : {}),
     ...(req.excludeUris?.length ? { exclude_uris: req.excludeUris.slice(-200) } : {}),
@@ -111,7 +117,7 @@ export interface Injection {
 /** The digest block, redacted; `injected` keeps each URI (the session's key) and the characters its line took. */
 function digestOutput(c: Config, found: Memory[]): Pick<Injection, "stdout" | "injected"> {
   const reserved = DIGEST_OPEN.length + DIGEST_CLOSE.length + 2;
-  const limits = { memories: c.recallDigestLimit, chars: c.recallDigestChars };
+  const limits = { memories: DIGEST_LIMIT, chars: DIGEST_CHARS };
   const lines = digestLines(found, limits, reserved, c.redact ? redact : undefined);
   if (!lines.length) return { stdout: "", injected: [] };
   const body = SafeText.join(lines.map((l) => l.line), safe`\n`);
@@ -131,7 +137,7 @@ export async function injectionFor(
   c: Config,
   req: InjectionRequest,
 ): Promise<Injection> {
-  const ask = req.reuse === undefined && req.query.length >= c.minQueryLength && req.query.trim() !== "";
+  const ask = req.reuse === undefined && req.query.length >= MIN_QUERY_LENGTH && req.query.trim() !== "";
   // The server takes only viking:// URIs as exclude_uris (an older version kept `text:` keys beside them).
   const excludeUris = req.injected.filter((k) => k.startsWith("viking://"));
   const recalled = ask ? await recallForPrompt(client, c, { ...req, excludeUris }) : req.reuse;

@@ -32,10 +32,13 @@ async function houseKeeping(ctx: HookContext, now = Date.now()) {
   return { staleTempsRemoved: temps, ...(pruned ? { statesPruned: pruned } : {}) };
 }
 
+/** All a session start's worker may spend on the queue, its probe and the extraction check (ms). */
+export const REPLAY_BUDGET_MS = 10_000;
+
 async function replayQueues(ctx: HookContext): Promise<HookResult> {
-  const budget = new Budget(ctx.config.replayBudgetMs);
+  const budget = new Budget(REPLAY_BUDGET_MS);
   await probeIfDue(clientFor(ctx), ctx.sharedStateDir, Date.now(), budget);
-  const options = { budget, ttlDays: ctx.config.pendingTtlDays, waitUnsure: ctx.isWorker };
+  const options = { budget, waitUnsure: ctx.isWorker };
   const client = await clientUnlessSilent(ctx, budget);
   const report = await replayQueue(ctx.pendingDir, client, options);
   // Prompts of sessions that died before a Stop, and sessions that ended without SessionEnd: delivered now.

@@ -44,6 +44,8 @@ export const PLUGIN_TEXTS: readonly (readonly [string, string])[] = [
 
 /** How often a commit may refresh the file, and how long a refresh may wait. */
 const [REFRESH_INTERVAL_MS, REFRESH_BUDGET_MS] = [10 * 60_000, 5000];
+/** The profile section's size in model tokens. */
+const PROFILE_TOKEN_BUDGET = 6000;
 
 type ProfileSection = { kind: "profile"; parts: ProfileParts } | { kind: "none" | "off" };
 
@@ -57,14 +59,14 @@ const SECTION_TEXT = {
 /** The whole file: the instructions, then the profile section, cut at a line within Kimi's 32 KB. */
 function systemPromptText(
   section: ProfileSection,
-  settings: { redact: boolean; profileTokenBudget: number },
+  settings: { redact: boolean },
   now = new Date(),
 ): string {
   const parts = section.kind === "profile" &&
     (settings.redact ? redactedProfile(section.parts) : section.parts);
   const body = parts
     ? `From OpenViking, ${now.toISOString().slice(0, 16).replace("T", " ")} UTC:\n\n${
-      renderProfile(parts, settings.profileTokenBudget)?.text ?? "(empty)"
+      renderProfile(parts, PROFILE_TOKEN_BUDGET)?.text ?? "(empty)"
     }`
     : SECTION_TEXT[section.kind as keyof typeof SECTION_TEXT];
   let text = `${INSTRUCTIONS}${PROFILE_HEADING}${body}`;

@@ -66,7 +66,7 @@ Deno.test("refresh: the file stays within Kimi's 32 KB whatever the profile hold
     abstract: "偏好 ".repeat(100),
   });
   fake.dirs.set("viking://user/default/memories/preferences", Array.from({ length: 500 }, (_, i) => leaf(i)));
-  const { config } = await loadConfig({ ...p.env, OPENVIKING_PROFILE_TOKEN_BUDGET: "100000" });
+  const { config } = await loadConfig(p.env);
   assertEquals(await refreshPromptFile(p.file, config, { force: true }), "written");
   const bytes = (await Deno.readFile(p.file)).length;
   assertTrue(bytes <= 32 * 1024, `${bytes} bytes`);

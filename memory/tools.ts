@@ -22,10 +22,9 @@ export const MEMORY_TOOLS = ["search", "read", "list", "remember", "grep", "glob
 /** One of the tools memory needs. */
 export type MemoryTool = (typeof MEMORY_TOOLS)[number];
 
-/** The tools of `tools` offered: memory's and those `choice` names (`all`: every one), order kept. */
-export function offeredTools<T>(tools: readonly T[], choice: readonly string[]): T[] {
-  if (choice.includes("all")) return [...tools];
-  const names = new Set<unknown>([...MEMORY_TOOLS, ...choice]);
+/** The tools of `tools` offered: memory's, order kept. */
+export function offeredTools<T>(tools: readonly T[]): T[] {
+  const names = new Set<unknown>(MEMORY_TOOLS);
   return tools.filter((t) => names.has((t as { name?: unknown } | null)?.name));
 }
 

@@ -23,10 +23,6 @@ export interface ConfigSources {
 }
 
 const str = (v: unknown): string => (typeof v === "string" ? v.trim() : "");
-/** `OPENVIKING_CREDENTIAL_SOURCE`'s words and the modes they name. */
-const CREDENTIAL_MODES = new Map(
-  Object.entries({ env: "env", ovcli: "cli", auto: "auto", "": "auto" } as const),
-);
 
 /** Variables of earlier versions, no longer read (README's Configuration says what replaced each). */
 const REMOVED = ("CREDENTIALS_SOURCE BEARER_TOKEN PEER_SOURCE RECALL_FORMAT RECALL_TOKEN_BUDGET " +
@@ -73,10 +69,6 @@ type Layer = ReturnType<typeof layer>;
 /** Connection and identity as OpenViking's shared plugin runtime resolves them (README: Configuration). */
 function resolveCredentials(sources: ConfigSources, warnings: string[]) {
   const { env } = sources;
-  const raw = env.OPENVIKING_CREDENTIAL_SOURCE ?? "";
-  const mode = CREDENTIAL_MODES.get(raw.trim().toLowerCase()); // none: "auto"
-  const why = `invalid value ${shown(raw)} (must be "env", "ovcli" or "auto"); using "auto"`;
-  if (!mode) warnings.push(`OPENVIKING_CREDENTIAL_SOURCE: ${why}`);
   const [cli, ov] = [asRecord(sources.ovcli), asRecord(sources.ovconf)];
   const [server, client] = [asRecord(ov.server), asRecord(ov.kimicode)];
   const host = str(server.host) === "0.0.0.0" || !str(server.host) ? "127.0.0.1" : str(server.host);
@@ -92,9 +84,8 @@ function resolveCredentials(sources: ConfigSources, warnings: string[]) {
   const fromOv = layer("ov.conf", "ov.conf", fileOrigin(ovUrl), { ...client, url: ovUrl }, ovKeys);
   const given = (l: Layer) => [l.url, l.key, l.account, l.user, l.peerId].some(Boolean);
   const envSet = given(fromEnv) || str(env.OPENVIKING_MCP_URL) !== "";
-  const useCli = mode === "cli" || (mode !== "env" && !envSet && given(fromCli));
-  const urlLayer = [mode === "cli" ? undefined : fromEnv, mode === "env" ? undefined : fromCli, fromOv]
-    .find((l) => l?.url);
+  const useCli = !envSet && given(fromCli);
+  const urlLayer = [fromEnv, fromCli, fromOv].find((l) => l.url);
   const normalized = urlLayer &&
     normalizeUrl(urlLayer.url, warnings, `OpenViking URL from ${urlLayer.source}`);
   const baseUrl = normalized ?? DEFAULT_BASE_URL;
@@ -107,7 +98,7 @@ function resolveCredentials(sources: ConfigSources, warnings: string[]) {
     );
   });
   let mcpUrl = `${baseUrl}/mcp`;
-  if (mode !== "cli" && str(env.OPENVIKING_MCP_URL)) {
+  if (str(env.OPENVIKING_MCP_URL)) {
     mcpUrl = normalizeUrl(str(env.OPENVIKING_MCP_URL), warnings, "OPENVIKING_MCP_URL") ?? mcpUrl;
   }
   if (keyed && !keyFor({ apiKey: keyed.key, apiKeyOrigin: keyed.origin }, mcpUrl)) {
@@ -173,7 +164,6 @@ type WorkspaceRule = { may: string; allows: (asked: unknown, user: unknown) => b
 const rule = (may: string, allows: WorkspaceRule["allows"]): WorkspaceRule => ({ may, allows });
 const NEVER = rule("", () => false);
 const LOWER = rule("lower it", (asked, user) => Number(asked) <= Number(user));
-const RAISE = rule("raise it", (asked, user) => Number(asked) >= Number(user));
 const ADD = rule(
   "add to it",
   (asked, user) => (user as string[]).every((x) => (asked as unknown[]).includes(x)),
@@ -201,24 +191,14 @@ export const KNOBS = {
   workspacePeer: knob("OPENVIKING_WORKSPACE_PEER", boolKnob, true, NEVER),
   bypassSession: knob("OPENVIKING_BYPASS_SESSION", boolKnob, false, ON),
   bypassSessionPatterns: knob("OPENVIKING_BYPASS_SESSION_PATTERNS", listKnob, [], ADD),
-  scoreThreshold: knob("OPENVIKING_SCORE_THRESHOLD", numKnob(0, 1, false), 0.35, RAISE),
   recallPeerScope: knob("OPENVIKING_RECALL_PEER_SCOPE", enumKnob(SCOPES), "all", NARROWER),
-  recallDigestLimit: knob("OPENVIKING_RECALL_DIGEST_LIMIT", numKnob(1, 50), 5, LOWER),
-  recallDigestChars: knob("OPENVIKING_RECALL_DIGEST_CHARS", numKnob(300, 32_000), 1200, LOWER),
-  minQueryLength: knob("OPENVIKING_MIN_QUERY_LENGTH", numKnob(0, 10_000), 3, RAISE),
   timeoutMs: knob("OPENVIKING_TIMEOUT_MS", numKnob(1000, 600_000), 15_000, NEVER),
   promptBudgetMs: knob("OPENVIKING_PROMPT_BUDGET_MS", numKnob(500, 600_000), 8000, NEVER),
-  interruptBudgetMs: knob("OPENVIKING_INTERRUPT_BUDGET_MS", numKnob(200, 600_000), 2000, LOWER),
-  replayBudgetMs: knob("OPENVIKING_REPLAY_BUDGET_MS", numKnob(200, 600_000), 10_000, LOWER),
   captureWaitMs: knob("OPENVIKING_CAPTURE_WAIT_MS", numKnob(0, 600_000), 10_000, LOWER),
-  profileTokenBudget: knob("OPENVIKING_PROFILE_TOKEN_BUDGET", numKnob(500, 100_000), 6000, LOWER),
   commitPolicy: knob("OPENVIKING_COMMIT_POLICY", enumKnob(COMMIT_POLICIES), "balanced", NEVER),
   idleCommitSeconds: knob("OPENVIKING_IDLE_COMMIT_SECONDS", numKnob(0.1, 86_400, false), 300, NEVER),
-  captureMaxLength: knob("OPENVIKING_CAPTURE_MAX_LENGTH", numKnob(100, 10_000_000), 24_000, LOWER),
   redact: knob("OPENVIKING_REDACT", boolKnob, true, ON),
   writePathAsync: knob("OPENVIKING_WRITE_PATH_ASYNC", boolKnob, true, NEVER),
-  pendingTtlDays: knob("OPENVIKING_PENDING_TTL_DAYS", numKnob(1, 3650), 7, NEVER),
-  mcpTools: knob("OPENVIKING_MCP_TOOLS", listKnob, ["memory"], NEVER),
   debug: knob("OPENVIKING_DEBUG", boolKnob, false, OFF),
   debugLogPath: knob("OPENVIKING_DEBUG_LOG", pathKnob, "", NEVER),
 };

@@ -53,8 +53,7 @@ const PRECEDENCE: [string, Sources, Record<string, string>][] = [
   ["OPENVIKING_BASE_URL", { env: { OPENVIKING_BASE_URL: "http://b.example" } }, { baseUrl: "http://b.example", mcpUrl: "http://b.example/mcp" }],
   ["env identity beats files", { env: { OPENVIKING_ACCOUNT: "ea", OPENVIKING_USER: "eu", OPENVIKING_PEER_ID: "ep" }, ovcli: OVCLI, ovconf: OVCONF }, { account: "ea", user: "eu", peerId: "ep" }],
   ["explicit MCP URL", { env: { OPENVIKING_MCP_URL: "http://mcp.example/x" } }, { mcpUrl: "http://mcp.example/x", baseUrl: LOCAL(1933) }],
-  ["mode ovcli ignores env URL and key", { env: { OPENVIKING_CREDENTIAL_SOURCE: "ovcli", OPENVIKING_URL: "http://e:1", OPENVIKING_API_KEY: "e", OPENVIKING_MCP_URL: "http://e:1/mcp" }, ovcli: OVCLI }, { baseUrl: CLI, apiKey: "cli-key", mcpUrl: `${CLI}/mcp` }],
-  ["mode env ignores ovcli url; ov.conf's key is its server's", { env: { OPENVIKING_CREDENTIAL_SOURCE: "env" }, ovcli: OVCLI, ovconf: OVCONF }, { baseUrl: LOCAL(2000), apiKey: "ov-key", apiKeySource: "ov.conf" }],
+  ["OPENVIKING_CREDENTIAL_SOURCE is not read: env first", { env: { OPENVIKING_CREDENTIAL_SOURCE: "ovcli", OPENVIKING_URL: "http://e:1" }, ovcli: OVCLI }, { baseUrl: "http://e:1", credentialSource: "env" }],
 ];
 
 Deno.test("credentials: precedence table env vs ovcli.conf vs ov.conf", () => {
@@ -100,32 +99,23 @@ Deno.test("credentials: a bad URL is reported and the default used; a URL's user
   );
 });
 
-Deno.test("credential modes: env, ovcli, anything else auto (a warning); removed variables: one warning", () => {
-  const sourceIn = (mode: string, env: Record<string, string>) => {
-    const ovcli = { url: "http://cli:1" };
-    return resolveConfig(sources({ env: { ...env, OPENVIKING_CREDENTIAL_SOURCE: mode }, ovcli })).config
-      .credentialSource;
-  };
-  const modes = ["ENV", " ovcli", "cli", "environment", ""];
-  const fromEnv = modes.map((m) => sourceIn(m, { OPENVIKING_URL: "http://env:1" }));
-  assertEquals(fromEnv, ["env", "ovcli.conf", "env", "env", "env"]);
-  assertEquals(modes.map((m) => sourceIn(m, {})), ["default", ...Array(4).fill("ovcli.conf")]);
+Deno.test("removed variables: one warning for an earlier version's; a knob that became a constant is unknown", () => {
   const env = {
-    OPENVIKING_CREDENTIAL_SOURCE: "cli",
     OPENVIKING_CREDENTIALS_SOURCE: "env",
     OPENVIKING_PEER_SOURCE: "none",
+    OPENVIKING_SCORE_THRESHOLD: "0.9",
+    OPENVIKING_MCP_TOOLS: "all",
   };
   const { config, warnings } = resolveConfig(sources({ env }));
   assertEquals(config.workspacePeer, true);
   assertEquals(warnings, [
     "no longer read (README: Configuration): OPENVIKING_CREDENTIALS_SOURCE, OPENVIKING_PEER_SOURCE",
-    'OPENVIKING_CREDENTIAL_SOURCE: invalid value "cli" (must be "env", "ovcli" or "auto"); using "auto"',
   ]);
   const files = resolveConfig(sources({
-    ovcli: { plugin: { kimicode: { recallLimit: 20, peerSource: "none" } } },
-    workspace: [{ path: "/w/.openviking/config.json", value: { recallFormat: "full" } }],
+    ovcli: { plugin: { kimicode: { recallLimit: 20, scoreThreshold: 0.9 } } },
+    workspace: [{ path: "/w/.openviking/config.json", value: { recallFormat: "full", mcpTools: ["all"] } }],
   }));
-  assertEquals([files.warnings, files.config.workspacePeer], [[], true]);
+  assertEquals([files.warnings, "scoreThreshold" in files.config], [[], false]);
 });
 
 Deno.test("defaults when nothing is configured: the local server, no identity, every knob's default", () => {
@@ -143,29 +133,29 @@ Deno.test("defaults when nothing is configured: the local server, no identity, e
 
 Deno.test("knobs: env > workspace local > workspace > ovcli plugin.kimicode (the shared plugin: only an off, warned)", () => {
   const ovcli = {
-    plugin: { recallDigestLimit: 2, autoCapture: false, kimicode: { recallDigestLimit: 3, timeoutMs: 4000 } },
+    plugin: { captureWaitMs: 2000, autoCapture: false, kimicode: { captureWaitMs: 3000, timeoutMs: 4000 } },
   };
   const base = sources({ ovcli });
   let { config, warnings } = resolveConfig(base);
-  assertEquals([config.recallDigestLimit, config.autoCapture, config.timeoutMs], [3, false, 4000]);
+  assertEquals([config.captureWaitMs, config.autoCapture, config.timeoutMs], [3000, false, 4000]);
   assertStringIncludes(warnings.join(), 'ovcli.conf plugin "autoCapture" is read from plugin.kimicode only');
   const ws = (...values: unknown[]) => values.map((value, i) => ({ path: `/w/config${i}.json`, value }));
   ({ config } = resolveConfig({
     ...base,
-    workspace: ws({ recallDigestLimit: 2 }, { recallDigestLimit: 1, replayBudgetMs: 3500 }),
+    workspace: ws({ captureWaitMs: 2000 }, { captureWaitMs: 1000, autoRecall: false }),
   }));
-  assertEquals([config.recallDigestLimit, config.replayBudgetMs], [2, 3500]);
+  assertEquals([config.captureWaitMs, config.autoRecall], [2000, false]);
   ({ config } = resolveConfig({
     ...base,
-    env: { OPENVIKING_RECALL_DIGEST_LIMIT: "6" },
-    workspace: ws({ recallDigestLimit: 2 }),
+    env: { OPENVIKING_CAPTURE_WAIT_MS: "6000" },
+    workspace: ws({ captureWaitMs: 2000 }),
   }));
-  assertEquals(config.recallDigestLimit, 6);
-  const bad = resolveConfig({ ...base, workspace: ws({ recallDigestLimit: "x" }) });
-  assertEquals(bad.config.recallDigestLimit, 3, "a bad workspace value leaves the user's own");
+  assertEquals(config.captureWaitMs, 6000);
+  const bad = resolveConfig({ ...base, workspace: ws({ captureWaitMs: "x" }) });
+  assertEquals(bad.config.captureWaitMs, 3000, "a bad workspace value leaves the user's own");
   assertEquals(
     bad.warnings.at(-1),
-    '/w/config0.json "recallDigestLimit": invalid value "x" (expected number); ignored',
+    '/w/config0.json "captureWaitMs": invalid value "x" (expected number); ignored',
   );
 });
 
@@ -199,7 +189,7 @@ Deno.test("loadConfig without a home reads no file: not the cwd's .openviking/, 
     const evil = {
       url: "http://evil:1",
       api_key: "evil",
-      recallDigestLimit: 3,
+      captureWaitMs: 3000,
       server: { url: "http://evil:2" },
     };
     await Deno.writeTextFile(`${ws}/.openviking/${name}`, JSON.stringify(evil));
@@ -209,8 +199,8 @@ Deno.test("loadConfig without a home reads no file: not the cwd's .openviking/, 
   try {
     const { config, warnings } = await loadConfig({ OPENVIKING_URL: "http://user:1933" }, ws);
     assertEquals(
-      [config.baseUrl, config.apiKey, config.recallDigestLimit, config.debugLogPath],
-      ["http://user:1933", "", 5, ""],
+      [config.baseUrl, config.apiKey, config.captureWaitMs, config.debugLogPath],
+      ["http://user:1933", "", 10_000, ""],
     );
     assertEquals(warnings, []);
     const bare = await loadConfig({}, ws);
@@ -226,7 +216,7 @@ Deno.test("loadConfig with a home: workspace files set knobs only — never a UR
   await Deno.mkdir(`${ws}/.openviking`, { recursive: true });
   const fields = ["url", "baseUrl", "mcpUrl", "api_key", "apiKey", "account", "user", "peerId"];
   const hostile = Object.fromEntries(fields.map((k) => [k, "http://evil:1"]));
-  Object.assign(hostile, { debugLogPath: "/etc/evil.log", recallDigestLimit: 3 });
+  Object.assign(hostile, { debugLogPath: "/etc/evil.log", captureWaitMs: 3000 });
   await Deno.writeTextFile(`${ws}/.openviking/config.json`, JSON.stringify(hostile));
   await Deno.writeTextFile(`${ws}/.openviking/config.local.json`, JSON.stringify(hostile));
   await Deno.writeTextFile(
@@ -240,7 +230,7 @@ Deno.test("loadConfig with a home: workspace files set knobs only — never a UR
     ["http://127.0.0.1:1933", "http://127.0.0.1:1933/mcp", "", "", "", ""],
   );
   assertEquals(config.debugLogPath, `${dir.path}/home/.openviking/logs/kimicode-hooks.log`);
-  assertEquals(config.recallDigestLimit, 3, "knobs still apply");
+  assertEquals(config.captureWaitMs, 3000, "knobs still apply");
   assertMatch(
     warnings.join("\n"),
     /config\.json: "url" is ignored \(a workspace file may not set it\); put it in ~\/\.openviking\/ovcli\.conf/,
@@ -274,24 +264,22 @@ const PARSES: [Name, "env" | "file", unknown, unknown, string?][] = [
   ...[["1", true], ["0", false], ["TRUE", true], [" yes ", true], ["On", true], ["OFF", false]].map(([raw, want]): [Name, "env", unknown, unknown] => ["enabled", "env", raw, want]),
   ["redact", "file", false, false],
   ...["maybe", 1, 0, "", [], { a: 1 }].map((raw): [Name, "file", unknown, unknown, string] => ["enabled", "file", raw, true, "expected boolean"]),
-  ["recallDigestLimit", "env", " 7 ", 7],
-  ["recallDigestLimit", "env", "0x10", 16],
-  ["recallDigestLimit", "file", 1, 1],
-  ["recallDigestLimit", "file", 50, 50],
-  ["recallDigestLimit", "file", "0", 5, "must be at least 1"],
-  ["recallDigestLimit", "file", -1, 5, "must be at least 1"],
-  ["recallDigestLimit", "file", 51, 5, "must be at most 50"],
-  ["recallDigestLimit", "file", "1e3", 5, "must be at most 50"],
-  ["recallDigestLimit", "file", 1.5, 5, "expected int"],
-  ["recallDigestLimit", "file", "0.5", 5, "expected int"],
-  ...["lots", "", " ", "Infinity", "NaN", "1_000", true, [5]].map((raw): [Name, "file", unknown, unknown, string] => ["recallDigestLimit", "file", raw, 5, "expected number"]),
-  ["recallDigestLimit", "file", 1e20, 5, "must be at most 50"],
-  ["scoreThreshold", "env", "0.5", 0.5],
-  ["scoreThreshold", "file", 0, 0],
-  ["scoreThreshold", "file", 1, 1],
-  ["scoreThreshold", "file", 1.5, 0.35, "must be at most 1"],
-  ["scoreThreshold", "file", -1, 0.35, "must be at least 0"],
-  ["scoreThreshold", "file", "-Infinity", 0.35, "expected number"],
+  ["captureWaitMs", "env", " 700 ", 700],
+  ["captureWaitMs", "env", "0x400", 1024],
+  ["captureWaitMs", "file", 0, 0],
+  ["captureWaitMs", "file", 600_000, 600_000],
+  ["captureWaitMs", "file", -1, 10_000, "must be at least 0"],
+  ["captureWaitMs", "file", 600_001, 10_000, "must be at most 600000"],
+  ["captureWaitMs", "file", "1e6", 10_000, "must be at most 600000"],
+  ["captureWaitMs", "file", 250.5, 10_000, "expected int"],
+  ["captureWaitMs", "file", "250.5", 10_000, "expected int"],
+  ...["lots", "", " ", "Infinity", "NaN", "1_000", true, [5]].map((raw): [Name, "file", unknown, unknown, string] => ["captureWaitMs", "file", raw, 10_000, "expected number"]),
+  ["captureWaitMs", "file", 1e20, 10_000, "must be at most 600000"],
+  ["idleCommitSeconds", "env", "0.5", 0.5],
+  ["idleCommitSeconds", "file", 0.1, 0.1],
+  ["idleCommitSeconds", "file", 86_401, 300, "must be at most 86400"],
+  ["idleCommitSeconds", "file", 0, 300, "must be at least 0.1"],
+  ["idleCommitSeconds", "file", "-Infinity", 300, "expected number"],
   ["recallPeerScope", "env", " Actor ", "actor"],
   ...["svn", 1, ["all"], ""].map((raw): [Name, "file", unknown, unknown, string] => ["recallPeerScope", "file", raw, "all", 'must be "all" or "actor" or "strict"']),
   ["bypassSessionPatterns", "env", "a*, /tmp/** , ,", ["a*", "/tmp/**"]],
@@ -326,16 +314,15 @@ Deno.test("knobs: each kind of knob parses its words and bounds; a refused value
 
 Deno.test("knobs: every bad value gives one warning, in the table's order; the good ones still apply", () => {
   const env = Object.fromEntries(Object.values(KNOBS).map((k) => [k.env, "bogus"]));
-  env.OPENVIKING_RECALL_DIGEST_LIMIT = "7";
+  env.OPENVIKING_CAPTURE_WAIT_MS = "700";
   const warnings: string[] = [];
   const s: Settings = resolveSettings({ env }, warnings);
-  assertEquals(s.recallDigestLimit, 7);
+  assertEquals(s.captureWaitMs, 700);
   const named = warnings.filter((w) => w.startsWith("OPENVIKING_")).map((w) => w.slice(0, w.indexOf(":")));
   const expected = Object.values(KNOBS).map((k) => k.env).filter((e) =>
     ![
-      "OPENVIKING_RECALL_DIGEST_LIMIT",
+      "OPENVIKING_CAPTURE_WAIT_MS",
       "OPENVIKING_BYPASS_SESSION_PATTERNS",
-      "OPENVIKING_MCP_TOOLS",
       "OPENVIKING_DEBUG_LOG",
     ].includes(e)
   );
@@ -349,11 +336,10 @@ type Case = [user: unknown, asked: unknown, taken: boolean];
 type Allowed = { may: string; cases: Case[] };
 
 // deno-fmt-ignore: the rules' cases, one a line
-const [off, on, lower, raise] = [
+const [off, on, lower] = [
   { may: "turn it off", cases: [[true, false, true], [false, true, false], [true, true, true]] } as Allowed,
   { may: "turn it on", cases: [[false, true, true], [true, false, false], [false, false, true]] } as Allowed,
   (lo: number, hi: number): Allowed => ({ may: "lower it", cases: [[hi, lo, true], [lo, hi, false], [lo, lo, true]] }),
-  (lo: number, hi: number): Allowed => ({ may: "raise it", cases: [[lo, hi, true], [hi, lo, false], [hi, hi, true]] }),
 ] as const;
 const never = (a: unknown, b: unknown): Allowed => ({ may: "", cases: [[a, b, false], [b, a, false]] });
 
@@ -368,28 +354,18 @@ const WORKSPACE: Record<Name, Allowed> = {
     may: "add to it",
     cases: [[["/a/**"], ["/a/**", "/b/**"], true], [["/a/**"], ["/b/**"], false], [[], ["x*"], true]],
   },
-  scoreThreshold: raise(0, 0.35),
   recallPeerScope: {
     may: 'set it to "actor" or "strict"',
     // deno-fmt-ignore
     cases: [["all", "actor", true], ["actor", "strict", true], ["strict", "actor", false], ["actor", "all", false]],
   },
-  recallDigestLimit: lower(5, 50),
-  recallDigestChars: lower(1200, 32_000),
-  minQueryLength: raise(3, 10),
   timeoutMs: never(15_000, 1000),
   promptBudgetMs: never(8000, 500),
-  interruptBudgetMs: lower(200, 2000),
-  replayBudgetMs: lower(200, 10_000),
   captureWaitMs: lower(0, 10_000),
-  profileTokenBudget: lower(500, 100_000),
   commitPolicy: never("balanced", "every-turn"),
   idleCommitSeconds: never(300, 1),
-  captureMaxLength: lower(1000, 10_000_000),
   redact: on,
   writePathAsync: never(true, false),
-  pendingTtlDays: never(7, 1),
-  mcpTools: never(["memory"], ["all"]),
   debug: off,
   debugLogPath: never("/var/log/a.log", "/tmp/leak.log"),
 };
@@ -434,10 +410,10 @@ Deno.test("loadConfig: a directory, a device or a huge file as a config is never
   await Deno.symlink("/dev/zero", `${ws}/config.json`);
   await Deno.writeTextFile(
     `${ws}/config.local.json`,
-    `{"recallDigestLimit": 3, "pad": "${"x".repeat(1 << 20)}"}`,
+    `{"captureWaitMs": 3000, "pad": "${"x".repeat(1 << 20)}"}`,
   );
   const { config, warnings } = await loadConfig({ HOME: dir.path }, `${dir.path}/repo`);
-  assertEquals([config.baseUrl, config.apiKey, config.recallDigestLimit], ["http://127.0.0.1:1933", "", 5]);
+  assertEquals([config.baseUrl, config.apiKey, config.captureWaitMs], ["http://127.0.0.1:1933", "", 10_000]);
   assertEquals(warnings.length, 4, warnings.join("\n"));
   for (const f of [`${home}/ovcli.conf`, `${home}/ov.conf`, `${ws}/config.json`]) {
     assertStringIncludes(warnings.join("\n"), `cannot read ${f}: not a regular file`);

@@ -590,9 +590,11 @@ export async function heldMessages(
   return heldIn(live.result);
 }
 
-/** One replay's limits: budget, entries (50), one session, age; `waitUnsure` in the budget; `rejected`: that place. */
+/** Days a queued write may wait before a replay drops it. */
+export const PENDING_TTL_DAYS = 7;
+/** One replay's limits: budget, entries (50), one session; `waitUnsure` in the budget; `rejected`: that place. */
 export type ReplayOptions =
-  & { budget: Budget; ttlDays: number }
+  & { budget: Budget }
   & Partial<{ limit: number; sessionId: string; waitUnsure: boolean; now: number; rejected: boolean }>;
 /** What a replay did: entries and messages by fate; `waitUntil` an unsure write; `elsewhere` left for another place. */
 export interface ReplayReport
@@ -673,13 +675,13 @@ async function replayFile(run: ReplayRun, dir: string, f: QueueFile): Promise<"n
     await Deno.rename(claim, path).catch(() => {});
     return entry.to!;
   }
-  const expired = !options.rejected && now - entry.createdAt > options.ttlDays * 86_400_000;
+  const expired = !options.rejected && now - entry.createdAt > PENDING_TTL_DAYS * 86_400_000;
   const wait = expired ? 0 : (typeof entry.unsure === "number" ? entry.unsure : 0) - now;
   const waits = wait > 0 && options.waitUnsure && wait < options.budget.remaining() - 1000;
   if (waits) await new Promise((r) => setTimeout(r, wait));
   let stop: OvFailure | "local" | "wait" | undefined = "wait";
   if (expired) {
-    const why = { status: 0, message: `waited in the queue longer than ${options.ttlDays} days` };
+    const why = { status: 0, message: `waited in the queue longer than ${PENDING_TTL_DAYS} days` };
     stop = await keepRejected(run.pendingDir, entry, why).then(() => undefined, () => "local" as const);
   } else if (wait > 0 && !waits) {
     report.waitUntil = Math.min(report.waitUntil ?? now + wait, now + wait);

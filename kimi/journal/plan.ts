@@ -20,6 +20,9 @@ type Skipped = {
 /** A capture's plan: the turns considered, in order; `learned`: the prints of the secrets its turns hold. */
 export type Plan = { turns: Turn[]; toSend: Candidate[]; skipped: Skipped[]; learned: string[] };
 
+/** The longest message capture sends (characters); a longer one is cut. */
+export const CAPTURE_MAX_LENGTH = 24_000;
+
 /** `includeOpen`: open turns too (forced); `maxTurns`: a step's; `prints`: secrets earlier captures found. */
 export type PlanOptions = {
   maxLength: number;

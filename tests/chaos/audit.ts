@@ -9,7 +9,7 @@ import { QUEUE_FILE } from "../support/queue.ts";
 import { LedgerEntrySchema } from "../../memory/ledger.ts";
 import { SessionStateSchema } from "../../memory/state.ts";
 import { readJournal, scanTurns, turnLineFilter } from "../../kimi/journal/turns.ts";
-import { messagesOf } from "../../cli/turns.ts";
+import { messagesOf } from "../../scripts/turns.ts";
 import { MARK, SECRET } from "./journal-model.ts";
 import { originOfRequest, type Processes } from "./procs.ts";
 

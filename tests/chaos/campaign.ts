@@ -161,7 +161,6 @@ export async function runSchedule(seed: number) {
       OPENVIKING_API_KEY: API_KEY,
       OPENVIKING_ACCOUNT: "chaos",
       OPENVIKING_PROMPT_BUDGET_MS: "2500",
-      OPENVIKING_REPLAY_BUDGET_MS: "4000",
       OPENVIKING_CAPTURE_WAIT_MS: String(rng.pick([0, 300, 1500])),
       OPENVIKING_DEBUG: "1",
       // Odd seeds: the default policy, its Stop workers' idle watch committing after a second idle (and ending).

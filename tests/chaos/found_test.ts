@@ -7,7 +7,7 @@ import { Budget, createClient } from "../../openviking/client.ts";
 import { JournalBuilder } from "../support/journal.ts";
 import { sendMessages } from "../../openviking/queue.ts";
 import { placeJournal } from "../support/hook-context.ts";
-import { messagesOf } from "../../cli/turns.ts";
+import { messagesOf } from "../../scripts/turns.ts";
 import { audit } from "./audit.ts";
 import { Processes } from "./procs.ts";
 

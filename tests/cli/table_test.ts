@@ -9,10 +9,7 @@ import { tempDir } from "../support/temp.ts";
 import { ROOT, runCli } from "../support/run.ts";
 import { runIn } from "./in-process.ts";
 import { isolatedEnv } from "../install/helpers.ts";
-import { placeJournal } from "../support/hook-context.ts";
-import { JournalBuilder } from "../support/journal.ts";
 import { commandHelp, COMMANDS, helpText, usageError, usageLines } from "../../cli/mod.ts";
-import { renderTurns } from "../../cli/turns.ts";
 
 /** The positionals `name` requires, filled in. */
 const required = (name: string) =>
@@ -99,9 +96,8 @@ Deno.test("the parser's refusals name the flag (beyond the every-command cases a
     ["install", ["-yq"], "Unknown option '-q'"], // a short group is split
     ["install", ["--dry-run=1"], "Option '--dry-run' does not take an argument"],
     ["install", ["--yes=no"], "Option '-y, --yes' does not take an argument"],
-    ["turns", [], "missing <kimi-session-id>"],
-    ["turns", ["a", "b"], 'unexpected argument "b"'],
-    ["turns", ["--", "a", "--json"], 'unexpected argument "--json"'],
+    ["hook", ["a", "b"], 'unexpected argument "b"'],
+    ["hook", ["--", "a", "--json"], 'unexpected argument "--json"'],
     ["mcp", ["--constructor"], "Unknown option '--constructor'"],
     ["mcp", ["--__proto__"], "Unknown option '--__proto__'"],
     ["hook", [], "missing <event>"],
@@ -119,9 +115,9 @@ Deno.test("the parser's refusals name the flag (beyond the every-command cases a
     else assertMatch(got, want);
   }
   assertEquals(
-    values("turns", ["--", "--json"]),
-    { json: false, positionals: ["--json"] },
-    "after --, an id",
+    values("hook", ["--", "--json"]),
+    { positionals: ["--json"] },
+    "after --, an event",
   );
 });
 
@@ -163,26 +159,6 @@ Deno.test("the entry point: help on stdout, refusals on stderr with exit 2 (a ho
   assertEquals(await Array.fromAsync(Deno.readDir(home)), [], "nothing was written anywhere in HOME");
   const kimi = await hook(["hook", "UserPromptSubmit"]); // how Kimi names it: taken as user-prompt-submit
   assertEquals([kimi.code, kimi.stdout, kimi.stderr], [0, "", ""]);
-});
-
-Deno.test("turns <id>: --json one JSON object per message from the located journal, its readable form; exit 1 unknown", async () => {
-  await using dir = await tempDir();
-  const env = isolatedEnv(dir.path, { OPENVIKING_URL: "http://127.0.0.1:9" });
-  const long = `please ${"refactor the parser and keep every test green ".repeat(6)}`;
-  const journal = new JournalBuilder().simpleTurn("remember that I like tabs", "Noted:\n tabs,\tnot spaces.")
-    .simpleTurn(long, "\u001b[31mred\u001b[0m 好的，我会记住这个偏好。".repeat(4));
-  await placeJournal(dir.path, "session_turns", journal.toString());
-  const cli = (args: string[]) => runIn(env, ["turns", ...args]);
-  const json = await cli(["session_turns", "--json"]);
-  assertEquals(json.code, 0, json.stderr);
-  const messages = json.stdout.trimEnd().split("\n").map((l) => JSON.parse(l));
-  assertEquals(messages.map((m) => m.role), ["user", "assistant", "user", "assistant"]);
-  assertEquals(messages[0], { turn_id: "0", role: "user", content: "remember that I like tabs" });
-  const text = await cli(["session_turns"]); // its text form is renderTurns's, which cli/turns_test.ts proves
-  assertEquals(text.stdout, `${renderTurns(messages).join("\n")}\n`);
-  const unknown = await cli(["session_none"]);
-  assertEquals([unknown.code, unknown.stdout], [1, ""]);
-  assertMatch(unknown.stderr, /kimi session list --json/);
 });
 
 /** The modules a process loads through static imports from `from`, following dynamic imports only into `via`. */

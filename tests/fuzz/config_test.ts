@@ -72,13 +72,12 @@ Deno.test("fuzz: loadConfig on random credential files, workspace files and envi
     fc.asyncProperty(
       configFile(OVCLI),
       configFile(OVCONF),
-      configFile('{"recallDigestLimit": 3}'),
+      configFile('{"captureWaitMs": 3000}'),
       configFile('{"autoRecall": false}'),
       fc.dictionary(fc.constantFrom(...KNOB_NAMES.map((k) => KNOBS[k].env)), nastyString, { maxKeys: 5 }),
       fc.record({
         OPENVIKING_URL: fc.oneof(nastyString, fc.constantFrom("http://127.0.0.1:9", "https://x.example/")),
         OPENVIKING_MCP_URL: nastyString,
-        OPENVIKING_CREDENTIAL_SOURCE: fc.constantFrom("env", "cli", "auto", "FILE", " "),
         OPENVIKING_CONFIG_FILE: fc.constantFrom(
           `${home}/.openviking/ov.conf`,
           `${home}/.openviking`,

@@ -60,8 +60,6 @@ async function sandbox(home: string, fake: FakeOpenViking) {
     OPENVIKING_DEBUG: "1",
     OPENVIKING_DEBUG_LOG: log,
     OPENVIKING_PROMPT_BUDGET_MS: "1500",
-    OPENVIKING_INTERRUPT_BUDGET_MS: "600",
-    OPENVIKING_REPLAY_BUDGET_MS: "500",
     OPENVIKING_CAPTURE_WAIT_MS: "0",
   });
   /** Outcomes of the `done` log lines from byte `from` on, and the new end. */

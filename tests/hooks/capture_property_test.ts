@@ -144,7 +144,6 @@ Deno.test({
             for (let k = 0; k < 5 && await queued() > 0; k++) {
               await replayQueue(ctx.pendingDir, client, {
                 limit: 1000,
-                ttlDays: 7,
                 budget: new Budget(5000),
               });
             }

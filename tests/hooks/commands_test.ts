@@ -55,7 +55,7 @@ Deno.test('recall: a text the hook asks nothing for, or recall turned off, says 
   assertEquals(short.code, 0, short.stderr);
   assertMatch(
     short.stdout,
-    /^recall skipped: the text \("hi"\) is shorter than OPENVIKING_MIN_QUERY_LENGTH \(3\)/m,
+    /^recall skipped: the text \("hi"\) is shorter than 3 characters once cleaned/m,
   );
   const off = await recallPreview("how do I deploy?", w.home, { ...w.env, OPENVIKING_AUTO_RECALL: "false" });
   assertMatch(renderRecall(off), /^recall skipped: recall is off here \(OPENVIKING_MEMORY_ENABLED/m);

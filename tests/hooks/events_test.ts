@@ -6,7 +6,8 @@
 import { assertEquals, assertMatch, assertTrue } from "../support/assert.ts";
 import { DEFAULT_ENTRY, FAKE_DIGEST } from "../support/fake-openviking.ts";
 import { loadConfig } from "../../openviking/config.ts";
-import { messagesOf } from "../../cli/turns.ts";
+import { messagesOf } from "../../scripts/turns.ts";
+import { CAPTURE_MAX_LENGTH } from "../../kimi/journal/plan.ts";
 import { writeState } from "../../memory/state.ts";
 import { enqueueMessages, ourQueue } from "../support/queue.ts";
 import { type Condition, CONDITIONS, sandbox, SESSION } from "./world.ts";
@@ -62,10 +63,7 @@ for (const condition of CONDITIONS) {
       const { config } = await loadConfig(s.env);
       const journal = `${s.home}/.kimi-code/sessions/wd_proj_000000000000/${SESSION}/agents/main/wire.jsonl`;
       // The six messages of the recorded three-turn session, as capture must send them.
-      const expected = await messagesOf(journal, {
-        maxLength: config.captureMaxLength,
-        redact: config.redact,
-      });
+      const expected = await messagesOf(journal, { maxLength: CAPTURE_MAX_LENGTH, redact: config.redact });
       await s.hook(event, extra);
       const st = await s.state();
       const keys = [0, 1, 2].flatMap((t) => [`${t}:user`, `${t}:assistant`]);

@@ -22,10 +22,10 @@ import { runInstall, runUninstall } from "../../install/install.ts";
 import type { InstallOptions } from "../../install/transaction.ts";
 import { BLOCK_BEGIN } from "../../install/spec.ts";
 import { writeConfigModeHome } from "./config_mode_home.ts";
-import { toolCachePath, writeToolCache } from "../../mcp/tool-cache.ts";
 import { StatusSchema } from "../../cli/status.ts";
 import { noteRecall } from "../../openviking/breaker.ts";
 import { failure } from "../../openviking/client.ts";
+import { mcpToolCachePath } from "../../lib/paths.ts";
 import { enqueueMessages, range } from "../support/queue.ts";
 
 const posix = Deno.build.os !== "windows";
@@ -145,9 +145,9 @@ Deno.test({
     await Deno.writeTextFile(made, `${kimi}/skills\n${home}/.openviking\n`);
     await t.run(runInstall);
     assertTrue((await Deno.readTextFile(`${kimi}/config.toml.bak`)).includes(BLOCK_BEGIN));
-    // The MCP server's last tool list, as `mcp` keeps it.
-    const tools = [{ name: "search", inputSchema: { type: "object" as const } }];
-    assertTrue(await writeToolCache(toolCachePath(env), "http://127.0.0.1:9/mcp", tools));
+    // The MCP server's last tool list, as `mcp` of an older version kept it.
+    await Deno.mkdir(`${home}/.openviking/state`, { recursive: true });
+    await Deno.writeTextFile(mcpToolCachePath(env), '{"mcpUrl":"http://127.0.0.1:9/mcp","tools":[]}\n');
     // A recall breaker, as a prompt against a server that never answered leaves it.
     const timeout = failure("unreachable", 0, { code: "TIMEOUT", message: "no answer" });
     await noteRecall(`${home}/.openviking/state`, env.OPENVIKING_URL, undefined, {

@@ -337,8 +337,6 @@ Deno.test({
             },
           ].map((m) => JSON.stringify(m)).join("\n") + "\n";
           await cli(["mcp"], mcp);
-          await cli(["turns", sid]);
-          await cli(["turns", sid, "--json"]);
           await cli(["replay"]);
           fake.clearFaults();
         },

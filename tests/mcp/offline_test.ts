@@ -1,7 +1,7 @@
 /**
  * OpenViking down when the session starts: initialize, tools/list and ping are answered locally, calls say what
- * to check, and once the server is up the proxy initialises it and works without a restart. Plus the tool-list
- * cache and the tools offered.
+ * to check, and once the server is up the proxy initialises it and works without a restart. Plus the tools
+ * offered.
  */
 
 import { assertEquals, assertMatch, assertNotMatch, assertTrue } from "../support/assert.ts";
@@ -9,7 +9,6 @@ import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { OFFERED_TOOLS, OPENVIKING_TOOLS } from "../support/fake-mcp.ts";
 import { tempDir } from "../support/temp.ts";
 import { BUILTIN_TOOLS } from "../../memory/tools.ts";
-import { readToolCache, toolCachePath, writeToolCache } from "../../mcp/tool-cache.ts";
 import { errorOf, freePort, type Json, resultOf, startProxy, toolNames } from "./harness.ts";
 import { startHungServer } from "../support/hung-server.ts";
 import { noteRecall } from "../../openviking/breaker.ts";
@@ -24,33 +23,15 @@ const openBreaker = (home: string, url: string) =>
     failure: failure("unreachable", 0, { code: "TIMEOUT", message: `no answer from ${url}` }),
   });
 
-Deno.test("mcp/offline: the built-in catalog is the tools memory needs; the cache is per URL, 0600, junk refused, rewritten only on change", async () => {
+Deno.test("mcp/offline: the built-in catalog is the tools memory needs, each with its schema", () => {
   assertEquals(BUILTIN_TOOLS.map((t) => t.name), OFFERED_TOOLS);
   for (const { name, description = "", inputSchema: schema } of BUILTIN_TOOLS) {
     assertTrue(schema.type === "object" && description.length > 10, name);
     for (const r of schema.required ?? []) assertTrue(r in (schema.properties ?? {}), `${name}.${r}`);
   }
-  await using home = await tempDir("ovk-mcp-");
-  const [path, url] = [toolCachePath({ HOME: home.path }), "http://a/mcp"];
-  assertEquals(await readToolCache(path, url), undefined);
-  const tools = [{ name: "find", description: "d", inputSchema: { type: "object" as const } }];
-  const write = () => writeToolCache(path, url, tools);
-  assertEquals([await write(), await write()], [true, false]);
-  const read = (url: string) => readToolCache(path, url);
-  assertEquals([await read(url), await read("http://b/mcp")], [tools, undefined]);
-  if (Deno.build.os !== "windows") assertEquals((await Deno.stat(path)).mode! & 0o777, 0o600);
-  // Junk: not JSON, not a tool list, one nested deeper than the proxy walks (offline, it left tools/list
-  // unanswered).
-  const x = JSON.parse(`${"[".repeat(300)}${"]".repeat(300)}`);
-  const lists = [[{ name: 1 }], [{ name: "find", inputSchema: { type: "object", x } }]];
-  const junks = lists.map((tools) => JSON.stringify({ mcpUrl: url, savedAt: "x", tools }));
-  for (const junk of ["{not json", ...junks]) {
-    await Deno.writeTextFile(path, junk);
-    assertEquals(await readToolCache(path, url), undefined);
-  }
 });
 
-Deno.test("mcp/offline: a hung server is not asked while the breaker is open, waited for briefly (a tool list cached or not) or until the breaker opens; a call outlives an initialize that broke off", async () => {
+Deno.test("mcp/offline: a hung server is not asked while the breaker is open, waited for briefly or until the breaker opens; a call outlives an initialize that broke off", async () => {
   await using home = await tempDir("ovk-mcp-");
   const hung = startHungServer();
   const limits = { startupMs: 4_000, offlineStartMs: 500 };
@@ -76,7 +57,7 @@ Deno.test("mcp/offline: a hung server is not asked while the breaker is open, wa
     assertEquals(await proxy.close(), 0);
     await Deno.remove(`${home.path}/.openviking/state`, { recursive: true });
 
-    // No cache, no breaker: the short wait too, then the built-in catalog at once (Kimi's first turn waits
+    // No breaker: the short wait, then the built-in catalog at once (Kimi's first turn waits
     // for the tool list; the start-up limit was 10.4 s of it).
     const first = startProxy(env, { limits });
     const [offline, waited] = await timed(() => first.initialize());
@@ -99,16 +80,14 @@ Deno.test("mcp/offline: a hung server is not asked while the breaker is open, wa
     assertEquals(await second.close(), 0);
     await Deno.remove(`${home.path}/.openviking/state`, { recursive: true });
 
-    // A cached list: initialize and tools/list within the short wait; the session is made once it answers.
-    const cachedTools = BUILTIN_TOOLS.map((t) => ({ ...t, description: `cached ${t.name}` }));
-    await writeToolCache(toolCachePath(env), `${hung.url}/mcp`, cachedTools);
+    // The session is made once the server answers, in the version the client was given.
     const third = startProxy(env, { limits });
     const [init, initMs] = await timed(() => third.initialize("2025-11-25"));
     assertEquals(resultOf(init).protocolVersion, "2025-06-18");
     const [listed, listMs] = await timed(() => third.request(1, "tools/list"));
     // The tools/list waits only what is left of initialize's wait: nothing.
     assertTrue(initMs < 2_000 && listMs < 300, `initialize ${initMs} ms, tools/list ${listMs} ms`);
-    assertEquals((resultOf(listed).tools as Json[])[0].description, "cached search");
+    assertEquals(toolNames(listed), OFFERED_TOOLS);
     await hung.close();
     closed = true;
     await using fake = await FakeOpenViking.start({ port: hung.port });
@@ -158,7 +137,7 @@ Deno.test("mcp/offline: server down at start, then up: no restart needed, a re-l
     assertEquals(init.protocolVersion, "2025-06-18"); // the version the client was given
     assertEquals((init.clientInfo as Json).name, "kimi-code");
     assertEquals(fake.mcp.receivedMethod("notifications/initialized").length, 1);
-    // a client that re-lists now gets the server's own list, which is cached for offline starts
+    // a client that re-lists now gets the server's own list
     const listed = resultOf(await proxy.request(5, "tools/list"));
     assertEquals((listed.tools as Json[])[0].description, "OpenViking search");
     assertEquals(await proxy.close(), 0);
@@ -166,17 +145,10 @@ Deno.test("mcp/offline: server down at start, then up: no restart needed, a re-l
     await fake.close();
   }
 
-  // next session starts while the server is down again: the cached list (server's descriptions) is served
-  const again = startProxy({ HOME: home.path, OPENVIKING_URL: url, OPENVIKING_API_KEY: KEY });
-  await again.initialize();
-  const cached = resultOf(await again.request(1, "tools/list"));
-  assertEquals((cached.tools as Json[]).map((t) => t.name), OFFERED_TOOLS);
-  assertEquals((cached.tools as Json[])[0].description, "OpenViking search");
-  assertEquals(await again.close(), 0);
-  for (const text of [...proxy.lines, ...again.lines]) assertNotMatch(text, new RegExp(KEY));
+  for (const text of proxy.lines) assertNotMatch(text, new RegExp(KEY));
 });
 
-Deno.test("mcp/tools: the model is offered what memory needs; OPENVIKING_MCP_TOOLS offers more, or all (a workspace file cannot: config_test); a refused initialize passes", async () => {
+Deno.test("mcp/tools: the model is offered what memory needs of the server's list; a refused initialize passes", async () => {
   await using home = await tempDir("ovk-mcp-");
   await using fake = await FakeOpenViking.start();
   const listed = async (env: Record<string, string>) => {
@@ -186,12 +158,8 @@ Deno.test("mcp/tools: the model is offered what memory needs; OPENVIKING_MCP_TOO
     assertEquals(await proxy.close(), 0);
     return names;
   };
+  assertTrue(OPENVIKING_TOOLS.length > OFFERED_TOOLS.length);
   assertEquals(await listed({}), OFFERED_TOOLS);
-  assertEquals(
-    await listed({ OPENVIKING_MCP_TOOLS: "add_resource, set_acl" }),
-    OPENVIKING_TOOLS.filter((t) => OFFERED_TOOLS.includes(t) || t === "add_resource" || t === "set_acl"),
-  );
-  assertEquals(await listed({ OPENVIKING_MCP_TOOLS: "all" }), OPENVIKING_TOOLS);
   // An initialize the server refuses with a JSON-RPC error is passed through.
   const error = { code: -32602, message: "Unsupported protocol version" };
   const headers = { "content-type": "application/json" };
@@ -204,17 +172,6 @@ Deno.test("mcp/tools: the model is offered what memory needs; OPENVIKING_MCP_TOO
   const refused = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url });
   assertEquals(errorOf(await refused.initialize("1999-01-01")).message, error.message);
   assertEquals(await refused.close(), 0);
-
-  // Offline, the cached list (the server's whole list) is offered through the same choice.
-  await fake.close();
-  assertEquals(await listed({}), OFFERED_TOOLS);
-  assertEquals(await listed({ OPENVIKING_MCP_TOOLS: "all" }), OPENVIKING_TOOLS);
-  await Deno.remove(toolCachePath({ HOME: home.path }));
-  assertEquals(
-    await listed({ OPENVIKING_MCP_TOOLS: "all" }),
-    OFFERED_TOOLS,
-    "without a cache: the built-in ones",
-  );
 });
 
 Deno.test("mcp/tools: memory turned off, or the workspace bypassed, offers the model no tool and refuses a call", async () => {
@@ -251,11 +208,11 @@ Deno.test("mcp: a workspace file's value in a settings warning reaches stderr pr
   const repo = `${home.path}/repo`;
   await Deno.mkdir(`${repo}/.openviking`, { recursive: true });
   const hostile = "0.9\u202e\u009b31m\u001b]8;;https://evil.example\u0007";
-  await Deno.writeTextFile(`${repo}/.openviking/config.json`, JSON.stringify({ scoreThreshold: hostile }));
+  await Deno.writeTextFile(`${repo}/.openviking/config.json`, JSON.stringify({ promptBudgetMs: hostile }));
   const proxy = startProxy({ HOME: home.path, OPENVIKING_URL: fake.url }, { cwd: repo });
   await proxy.initialize();
   assertEquals(await proxy.close(), 0);
   const said = proxy.diagnostics.join("\n");
-  assertMatch(said, /"scoreThreshold": invalid value "0\.9/);
+  assertMatch(said, /"promptBudgetMs": invalid value "0\.9/);
   assertTrue(!["\u202e", "\u009b", "\u0007", "\u001b"].some((c) => said.includes(c)), said);
 });

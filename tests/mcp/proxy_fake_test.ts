@@ -230,7 +230,6 @@ Deno.test("mcp/fake: shutdown is bounded: SIGTERM and stdin EOF within the grace
     settings: { config, peerId: "" },
     send: never,
     log: silentLogger,
-    toolCache: "",
   });
   void proxy.handle({ jsonrpc: "2.0", id: 1, method: "ping" });
   await within(proxy.shutdown(0), "the end of shutdown");

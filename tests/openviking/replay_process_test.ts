@@ -1,5 +1,6 @@
 /** Replay beside another, and through the entry points: the worker's budget, writes for another server. */
 
+import { REPLAY_BUDGET_MS } from "../../memory/session-start.ts";
 import { assertEquals, assertMatch, assertStringIncludes, assertTrue } from "../support/assert.ts";
 import { FakeOpenViking } from "../support/fake-openviking.ts";
 import { runCli } from "../support/run.ts";
@@ -34,7 +35,7 @@ Deno.test("two replays of one queue at once send each message exactly once, each
 Deno.test("SessionStart's worker against a server that never answers stays within the replay budget, extraction check included", async () => {
   await using dir = await tempDir();
   const hung = startHungServer();
-  const budget = 4000;
+  const budget = REPLAY_BUDGET_MS;
   for (let i = 0; i < 4; i++) {
     await enqueueMessages(`${dir.path}/.openviking/pending`, `kc-s${i}`, [payload(i)]);
   }
@@ -42,7 +43,6 @@ Deno.test("SessionStart's worker against a server that never answers stays withi
     HOME: dir.path,
     KIMI_CODE_HOME: `${dir.path}/.kimi-code`,
     OPENVIKING_URL: hung.url,
-    OPENVIKING_REPLAY_BUDGET_MS: String(budget),
     OPENVIKING_KIMI_HOOK_WORKER: "1",
     PATH: Deno.env.get("PATH") ?? "/usr/bin",
   };

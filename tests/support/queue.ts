@@ -27,7 +27,6 @@ export const range = (n: number, from = 0) => Array.from({ length: n }, (_, i) =
 /** A replay's bounds for tests: 50 entries, 7 days, 20 s. */
 export const replayOpts = (extra: Partial<ReplayOptions> = {}): ReplayOptions => ({
   limit: 50,
-  ttlDays: 7,
   budget: new Budget(20_000),
   ...extra,
 });

@@ -10,7 +10,7 @@ import { makeContext, placeJournal, sandboxEnv } from "../support/hook-context.t
 import { tempDir } from "../support/temp.ts";
 import { captureMode, captureSession } from "../../memory/capture.ts";
 import { Budget } from "../../openviking/client.ts";
-import { messagesOf, type TurnMessage } from "../../cli/turns.ts";
+import { messagesOf, type TurnMessage } from "../../scripts/turns.ts";
 import { scanJournal } from "../../kimi/journal/turns.ts";
 
 const ROOT = new URL("../fixtures/journals/", import.meta.url).pathname;

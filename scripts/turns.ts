@@ -1,11 +1,12 @@
-/** `turns <kimi-session-id>`: what capture would send from that journal, a line per message, or JSON objects. */
+/** `deno task turns <kimi-session-id> [--json]`: what capture would send from that journal (a developer's tool). */
 
+import { parseArgs } from "node:util";
 import { loadConfig } from "../openviking/config.ts";
 import { terminalJson } from "../lib/neutralize.ts";
 import { preview, textColumns, WIDTH } from "../lib/columns.ts";
-import { type Env, kimiHome } from "../lib/paths.ts";
+import { type Env, kimiHome, processEnv } from "../lib/paths.ts";
 import { locateJournal } from "../kimi/journal/locate.ts";
-import { planCapture } from "../kimi/journal/plan.ts";
+import { CAPTURE_MAX_LENGTH, planCapture } from "../kimi/journal/plan.ts";
 import { scanJournal } from "../kimi/journal/turns.ts";
 
 /** One message capture would send. */
@@ -36,7 +37,7 @@ export function renderTurns(messages: readonly TurnMessage[]): string[] {
   ];
 }
 
-/** The `turns` command: prints the messages of session `id` (`json`: in full); 1 when it has no journal. */
+/** Prints the messages of session `id` (`json`: in full); 1 when it has no journal. */
 export async function turnsCommand(id: string, json: boolean, env: Env): Promise<number> {
   const found = await locateJournal(kimiHome(env), id);
   if (!found.ok) {
@@ -46,8 +47,20 @@ export async function turnsCommand(id: string, json: boolean, env: Env): Promise
     return 1;
   }
   const { config } = await loadConfig(env);
-  const options = { maxLength: config.captureMaxLength, redact: config.redact };
+  const options = { maxLength: CAPTURE_MAX_LENGTH, redact: config.redact };
   const messages = await messagesOf(found.path, options);
   for (const line of json ? messages.map((m) => terminalJson(m)) : renderTurns(messages)) console.log(line);
   return 0;
+}
+
+if (import.meta.main) {
+  const { values, positionals } = parseArgs({
+    options: { json: { type: "boolean", default: false } },
+    allowPositionals: true,
+  });
+  if (positionals.length !== 1) {
+    console.error("usage: deno task turns <kimi-session-id> [--json]");
+    Deno.exit(2);
+  }
+  Deno.exit(await turnsCommand(positionals[0], values.json, processEnv()));
 }
