@@ -58,12 +58,13 @@ Deno.test("refresh: the file stays within Kimi's 32 KB whatever the profile hold
   await using dir = await tempDir();
   await using fake = await FakeOpenViking.start();
   const p = await plugin(dir.path, fake.url);
-  fake.files.set("viking://user/default/memories/profile.md", "喜欢制表符 ".repeat(40_000));
+  // A "€" weighs a quarter token but 3 bytes: within the token budget, past 32 KB.
+  fake.files.set("viking://user/default/memories/profile.md", "喜欢制表符 €€€€€€€€€€€€\n".repeat(8_000));
   const leaf = (i: number) => ({
     name: `p${i}.md`,
     rel_path: `p${i}.md`,
     isDir: false,
-    abstract: "偏好 ".repeat(100),
+    abstract: "€ ".repeat(100),
   });
   fake.dirs.set("viking://user/default/memories/preferences", Array.from({ length: 500 }, (_, i) => leaf(i)));
   const { config } = await loadConfig(p.env);
