@@ -40,8 +40,16 @@ Deno.test("status and install answer for the directory the user ran them in", as
   });
   const status = StatusSchema.parse(JSON.parse(await task(env, shop, ["status", "--json"])));
   assertEquals(status.connection.peer, { id: "github.com-acme-shop", source: "git-remote" });
-  // recall and memories take their workspace (and a relative --cwd) from lib/self.ts workspaceDir.
-  // A relative path is the user's too.
+  // A relative --cwd is the user's too (recall's workspace: lib/self.ts workspaceDir; memories shares it);
+  // nothing answers at the closed address, so recall exits 1 with its JSON.
+  const recall = await task(env, shop, [
+    "recall",
+    "how should I indent this file?",
+    "--cwd",
+    "../cart",
+    "--json",
+  ], 1);
+  assertEquals(JSON.parse(recall).peer, { id: "github.com-acme-cart", source: "git-remote" });
   const install = await task(env, shop, ["install", "--dry-run", "--kimi-home", "kimi"]);
   assertMatch(install, new RegExp(`Kimi Code home ${shop}/kimi does not exist yet`));
   const peer = async (args: string[], cwd: string, extra: Record<string, string> = {}) => {
