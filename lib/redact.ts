@@ -68,9 +68,9 @@ function userAndPassword(b64: string): boolean {
   }
 }
 
-/** Where a key that may name a secret is: a secret word in it, the scan's quick first look. */
-const SECRET_HINT = /secret|token|pass|pw|psk|cred|auth|key|sig|hmac|salt|otp|pin/gi;
-const SECRET_HINT_WORD = new RegExp(SECRET_HINT.source, "i");
+/** Where a key that may name a secret is: a secret word in it (or `session`, `sk`), the scan's quick first look. */
+const SECRET_HINT_WORD = /secret|token|pass|pw|psk|cred|auth|key|sig|hmac|salt|otp|pin/i;
+const SECRET_HINT = new RegExp(`${SECRET_HINT_WORD.source}|session|sk`, "gi");
 /** A key and its assignment operator, optionally quoted (`KEY=`, `"key": `) or subscripted (`env['KEY'] =`). */
 const KEY_AT = /-{0,2}(["']?)([A-Za-z_][\w.-]*)\1\]?([ \t]*)(:=|=>|\?=|=|:)([ \t]*)/y;
 /** An assignment's value: a quoted string on its line, else a run of value characters. */
@@ -92,7 +92,7 @@ const KEY_WORDS = /[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+/g;
  */
 // deno-fmt-ignore: word lists
 const [SECRET_WORDS, ABOUT_SECRET, PLAIN_KEYS, WEAK_KEYS] = [
-  "secret token password passwd pwd pw psk pass passphrase credential credentials creds auth apikey accesstoken authtoken secretkey privatekey accesskey sig signature sshpass",
+  "secret token password passwd pwd pw psk sk pass passphrase credential credentials creds auth apikey accesstoken authtoken secretkey privatekey accesskey sig signature sshpass",
   "url uri endpoint host path file dir name type mode method header count length len size limit max min enabled required ttl timeout expiry expires format prefix provider version id stdin",
   "public pub primary foreign sort partition cache hash range row lookup idempotency unique map dict object index composite hot s3 i18n translation group order bucket schema",
   "key hmac salt otp pin",
@@ -107,6 +107,12 @@ function secretName(key: string): boolean {
   if (ABOUT_SECRET.has(last)) return false;
   if (last === "key" || last === "keys") return words.length > 1 && !PLAIN_KEYS.has(words.at(-2)!);
   return words.some((w) => SECRET_WORDS.has(w) || GLUED_SECRET_END.test(w));
+}
+
+/** Whether a key names a session (`BW_SESSION`, `OP_SESSION_my`, not `session_id`): a secret when it looks generated. */
+function sessionName(key: string): boolean {
+  const words = (key.match(KEY_WORDS) ?? []).map((w) => w.toLowerCase());
+  return words.includes("session") && !ABOUT_SECRET.has(words.at(-1)!);
 }
 
 /** Values that hold no secret: a redaction already made, a placeholder or variable, a number, a keyword. */
@@ -153,7 +159,7 @@ function redactAssignments(text: string, hide: Hide): string {
     const m = closed ?? stickyAt(KEY_AT, text, start);
     // A key inside a string (`"password:" …`): the quote after it closes that string and opens no value.
     if (quoted && !closed && m && text[m.index + m[0].length] === text[start - 1]) continue;
-    const weak = m !== null && WEAK_KEYS.has(m[2].toLowerCase());
+    const weak = m !== null && (WEAK_KEYS.has(m[2].toLowerCase()) || sessionName(m[2]));
     if (!m || !(weak || secretName(m[2]))) continue;
     const [head, , key, before, op, after] = m;
     const end = m.index + head.length;
@@ -231,7 +237,7 @@ function redactBase64(text: string, hide: Hide): string {
 
 /** A secret's names in prose by language, the words that tie a qualifier to it (`das Passwort für…`), and "is". */
 const PROSE_SECRETS: readonly [name: RegExp, of: RegExp, is: RegExp | null][] = [
-  [/secret|password|passwd|passphrase|passcode|token|api[ _-]?key/, /for|of/, /is|was/],
+  [/secret|password|passwd|pass[ \t]?phrase|passcode|token|api[ _-]?key/, /for|of/, /is|was/],
   [/passwort|kennwort/, /für|von|der|des/, /ist|lautet|war/],
   [/contraseña/, /de|del|para/, /es|era/],
   [/mot[ \t]+de[ \t]+passe|jeton/, /de|du|pour/, /est|était/],
@@ -265,6 +271,18 @@ const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp, after?: RegEx
   [/ssh-keygen/, /-[NP](?:[ \t]+|=)/],
   [/smbclient/, /(?:-U|--user)(?:[ \t]+|=)?["']?[^\s"'%]+%/],
   [/7z[az]?/, /-p/],
+  [/(?:un)?rar/, /-h?p(?!-)/],
+  [/lftp/, /(?:-u|--user)(?:[ \t]+|=)["']?[^\s"',]+,/],
+  [/ipmitool/, /-P(?:[ \t]+|=)/],
+  [/[xw]freerdp3?|sdl-freerdp3?/, /\/p:/],
+  [/security[ \t]+add-(?:generic|internet)-password/, /-w[ \t]+(?!-)/],
+  [/wpa_passphrase/, /(?!-)\S+[ \t]+/], // after the network's name
+  [/rclone[ \t]+obscure/, /(?:)/],
+  [/aws[ \t]+ssm[ \t]+put-parameter(?=[^\r\n|;&]*[ \t=]SecureString\b)/, /--value(?:[ \t]+|=)/],
+  [/az[ \t]+keyvault[ \t]+secret[ \t]+set/, /--value(?:[ \t]+|=)/],
+  [/ansible-vault[ \t]+encrypt_string/, /(?!-)/],
+  [/rabbitmqctl/, /(?:add_user|change_password)[ \t]+(?!-)\S+[ \t]+/],
+  [/https?/, /(?:-a|--auth)(?:[ \t]+|=)["']?[^\s"':]+:/], // HTTPie's `-a user:password`
   [/openssl/, /-k(?:[ \t]+|=)/],
   [/keytool/, /-(?:src|dest)?(?:storepass|keypass)(?:[ \t]+|=)/],
   [/mongo(?:sh)?/, /(?:-p|--password)(?:[ \t]+|=)/],
@@ -280,17 +298,17 @@ const PASSWORD_OPTIONS: readonly [command: RegExp, option: RegExp, after?: RegEx
   [/net[ \t]+use/, /(?:[A-Za-z]:[ \t]+)?\\\\\S+(?:[ \t]+\/u(?:ser)?:\S+)?[ \t]+(?!\/)/], // after the share, before or after `/user:`
   [/consul[ \t]+acl[ \t]+set-agent-token/, /(?:agent|default|replication|recovery|config_file_service_registration|dns)[ \t]+/],
   [/mc[ \t]+(?:alias[ \t]+set|config[ \t]+host[ \t]+add)/, /(?!-)\S+[ \t]+(?!-)\S+[ \t]+(?!-)\S+[ \t]+/], // alias, URL, access key, the secret key
-  [/echo|printf/, /(?:)/, /[ \t]*\|[^\r\n;&]{0,200}?[ \t](?:--password-stdin\b|sudo(?:[ \t]+-\w+)*?[ \t]+-[A-Za-z]*S\b|chpasswd\b|passwd[ \t]+--stdin\b|ssh-add[ \t]+-(?![\w-]))/],
+  [/echo|printf/, /(?:)/, /[ \t]*>>?[ \t]*["']?[^\s"'|;&]*(?:pass|secret|token|cred|api[_-]?key)|[ \t]*\|[^\r\n;&]{0,200}?[ \t](?:--password-stdin\b|sudo(?:[ \t]+-\w+)*?[ \t]+-[A-Za-z]*S\b|chpasswd\b|passwd\b|gcloud[ \t]+secrets\b|docker[ \t]+secret[ \t]+create\b|kubectl[ \t]+create[ \t]+secret\b|kinit\b(?![^\r\n|;&]*[ \t]-[A-Za-z]*k\b)|ssh-add[ \t]+-(?![\w-]))/],
 ];
-/** A password a command's option gives: quoted, or up to a blank, quote, escape or pipe. */
-const OPTION_VALUE = String.raw`'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'\x60\\|]+`;
+/** A password a command's option gives: quoted (also in a JSON string), or up to a blank, quote, escape or pipe. */
+const OPTION_VALUE = String.raw`\\"[^"\r\n\\]*\\"|'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'\x60\\|]+`;
 /** The password options of `rows` (PASSWORD_OPTIONS' shape): for each command, the first. */
 const passwordOption = (rows: typeof PASSWORD_OPTIONS) =>
   new RegExp(
     String.raw`\b((?:${
       rows.map(([c, o, after]) =>
         String.raw`(?:${c.source})\b[^\r\n|;&]{0,200}?[ \t](?:${o.source})` +
-        (after ? `(?=(?:${OPTION_VALUE})${after.source})` : "")
+        (after ? `(?=(?:${OPTION_VALUE})(?:${after.source}))` : "")
       ).join("|")
     }))(${OPTION_VALUE})`,
     "g",
@@ -307,6 +325,8 @@ const XML_SECRETS: readonly RegExp[] = [
   /(<(?<tag>(?:[\w.-]+:)?(?<name>[\w.-]+))(?:[ \t][^<>\r\n]*)?><!\[CDATA\[)(?:[^\]<\r\n]|\](?!\]>)|<(?!!\[CDATA\[))*(?=\]\]><\/\k<tag>>)/g,
   /(<key>(?<name>[\w.-]+)<\/key>\s*<string>)[^<\r\n]+(?=<\/string>)/g,
   /([ \t](?:key|name)=(?<q>["'])(?<name>[\w.:-]+)\k<q>[ \t]+value=(?<q2>["']))[^"'\r\n]*(?=\k<q2>)/g,
+  /(<input\b[^<>\r\n]*?\btype=(?<q>\\?["'])(?<name>password)\k<q>[^<>\r\n]*?\bvalue=(?<q2>\\?["']))[^"'\r\n\\]+(?=\k<q2>)/gi,
+  /(<(?<tag>[\w.:-]+)[ \t][^<>\r\n]*?\bname=(?<q>\\?["'])(?<name>[\w.:-]+)\k<q>[^<>\r\n]*>)[^<\r\n]+(?=<\/\k<tag>>)/g,
 ];
 /** Format and default-ignorable characters (variation selectors, Hangul fillers…) between printable ASCII. */
 const INVISIBLE_IN_ASCII = /(?<=[!-~])[\p{Cf}\p{DI}]+(?=[!-~])/gu;
@@ -525,6 +545,12 @@ const RULES: Readonly<Record<string, RegExp | [RegExp | readonly RegExp[], Pick?
   "cloudflare-origin-ca-key": /\bv1\.0-[a-f0-9]{24}-[a-f0-9]{146}\b/g,
   "braintree-access-token": /\baccess_token\$production\$[a-z0-9]{16}\$[a-f0-9]{32}/g,
   "crypt-hash": /(?<![\w$])\$(?:1|2[abxy]?|5|6|7|y|gy|md5|sha1|argon2(?:id|i|d))\$(?:[^\s$:'"\\]{1,64}\$){1,4}[./A-Za-z0-9+]{20,}/g, // A crypt(3) password hash, quoted or in a shadow line: `$6$salt$…`, bcrypt's `$2b$12$…`, yescrypt's `$y$…`, Argon2's.
+  "mailchimp-api-key": /\b[a-f0-9]{32}-us\d{1,2}\b/g,
+  "dropbox-api-token": /\bsl\.(?:u\.)?[\w-]{130,}/g,
+  "feishu-webhook-url": /\bopen\.(?:feishu\.cn|larksuite\.com)\/open-apis\/bot\/v2\/hook\/[\w-]{20,}/g, // Feishu's and Lark's bot webhooks: the URL is the credential.
+  "zhipu-api-key": /\b[a-f0-9]{32}\.[A-Za-z0-9]{16}\b/g, // Zhipu (GLM): an id in hex, a dot, a secret.
+  "baidu-api-key": /\bbce-v3\/ALTAK-[A-Za-z0-9]{10,}\/[a-f0-9]{32,}\b/g, // Baidu Qianfan's API key.
+  "github-add-mask": [/(::add-mask::)([^\s"'\\]+)/g], // what a GitHub Actions step masks is a secret by its own word
   "fcm-server-key": /\bAAAA[\w-]{7}:APA91b[\w-]{100,}/g, // Firebase Cloud Messaging's legacy server key.
   "url-userinfo": [/(?<=[a-z0-9+.-])(:\/\/[^\s/?#@:"'<>]*:)([^\s/?#"'<>]+)(?=@)/gi], // A URL's `user:password@` (to the last `@` before the path: a password may hold one); a token as its user.
   "url-token-user": /(?<=[a-z0-9+.-]:\/\/)(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{32,}(?=@)/gi,
@@ -542,7 +568,9 @@ const RULES: Readonly<Record<string, RegExp | [RegExp | readonly RegExp[], Pick?
   "user-option": [/(?<![\w-])((?:--user|-u)(?:[ \t]+|=)["']?(?![$%{<[])[^\s"':]*:["']?)(?!\d+(?:[\s"']|$)|[$%{<[]|\/\/)([^\s"']+)/g], // The password of curl's `-u user:password` (not a number, a variable, a placeholder or a URL's `//`).
   "secret-in-prose": [/\b((?:secret|password|passwd|passphrase|passcode|token|api[ _-]?key|credentials?)[ \t]+(?:is|was)[ \t]+(["'`]))([^\s"'`\\]{4,200})(?=\2)/gi, (v) => NO_SECRET.test(v) ? undefined : v], // A quoted value a sentence says is a secret: `the secret is "…"`.
   "secret-in-prose-unquoted": [SECRET_IN_PROSE_UNQUOTED, valued(false)],
-  "secret-label": [/(?<![A-Za-z0-9_\u0400-\u04ff])((?:(?:password|passwd|passphrase|passcode|secret|token|api[ _-]?key)[ \t]*(?:[：＝]|是|为|為)|(?:API[ \t]*(?:キー|키)|(?:API[ \t]*)?(?:密码|密碼|口令|密钥|密鑰|秘钥|私钥|私鑰|令牌|パスワード|トークン|秘密鍵|비밀번호|토큰))[ \t\u3000]*(?:[:：=＝]|是|为|為|は|が|는|은|가|(?<=[ \t\u3000]))|пароль[ \t]*[:：=＝])[ \t\u3000]*)("[^"\r\n]{1,200}"|'[^'\r\n]{1,200}'|(?:(?!["'`\\])[!-~]){4,200})/giu, valued(false, true)], // A value after a fullwidth `：`/`＝` (or a CJK "is") of an English secret word, or a CJK secret name and `:`, "is" or a blank.
+  "secret-label": [[/(?<![A-Za-z0-9_\u0400-\u04ff])((?:(?:password|passwd|passphrase|passcode|secret(?:[ _-]?key)?|token|api[ _-]?key)[ \t]*(?:[：＝]|是|为|為)|(?:API[ \t]*(?:キー|키)|(?:API[ \t]*)?(?:密码|密碼|口令|密钥|密鑰|秘钥|私钥|私鑰|令牌|パスワード|トークン|秘密鍵|비밀번호|토큰|授权码|授權碼))[ \t\u3000]*(?:[:：=＝]|是|为|為|は|が|는|은|가|(?<=[ \t\u3000])|(?=[A-Za-z0-9]))|пароль[ \t]*[:：=＝])[ \t\u3000]*)("[^"\r\n]{1,200}"|'[^'\r\n]{1,200}'|「(?:(?!["'`\\])[!-~]){1,200}」|“(?:(?!["'`\\])[!-~]){1,200}”|(?:(?!["'`\\])[!-~]){4,200})/giu, /(?<=[A-Za-z0-9])((?:API[ \t]*)?(?:密码|密碼|口令|密钥|密鑰|秘钥|私钥|私鑰|令牌|パスワード|トークン|秘密鍵|비밀번호|토큰|授权码|授權碼)[ \t\u3000]*(?:[:：=＝]|是|为|為|は|が|는|은|가|(?<=[ \t\u3000])|(?=[A-Za-z0-9]))[ \t\u3000]*)("[^"\r\n]{1,200}"|'[^'\r\n]{1,200}'|「(?:(?!["'`\\])[!-~]){1,200}」|“(?:(?!["'`\\])[!-~]){1,200}”|(?:(?!["'`\\])[!-~]){4,200})/giu], valued(false, true)], // A value after a fullwidth `：`/`＝` (or a CJK "is") of an English secret word, or a CJK secret name (also glued to a word before it: `WiFi密码`) and `:`, "is", a blank or nothing; in 「」 or “” too.
+  "sql-password": [/((?:\bIDENTIFIED(?:[ \t]+WITH[ \t]+\w+)?[ \t]+BY|\b(?:WITH|LOGIN|ENCRYPTED|UNENCRYPTED)[ \t]+PASSWORD|=[ \t]*PASSWORD[ \t]*\()[ \t]*(\\?['"]))([^'"\r\n\\]{1,200})(?=\2)/gi, valued(true)], // SQL's `IDENTIFIED BY '…'`, `WITH PASSWORD '…'`, `= PASSWORD('…')`
+  "redis-auth": [/((?:(?<![\w.-])[\w.-]+:\d+|\bredis)(?:\[\d+\])?>[ \t]*AUTH[ \t]+(?:[^\s"'\\]+[ \t]+)?|(?:\bCONFIG[ \t]+SET[ \t]+|(?:(?<![^\r\n])|(?<=\\[nr]))[ \t]*)(?:requirepass|masterauth)[ \t]+)([^\s"'\\]+)/gi, valued(true)], // redis-cli's `AUTH [user] …` at its prompt, `requirepass …` in redis.conf or CONFIG SET
   "password-option": [[passwordOption(PASSWORD_OPTIONS), passwordOption(SECOND_PASSWORD_OPTIONS)], valued(true)],
   pgpass: [/(?<![^\r\n"'])([\w.*-]+:(?:\d+|\*):[^\s:"'\\]+:[^\s:"'\\]+:)([^\s:"'\\]+)(?=[ \t]*(?:[\r\n"]|$))/g, valued(true)], // A `.pgpass` line, `host:port:database:user:password` (or a string of it): the last field, ending it.
   "oracle-logon": [/\b((?:jdbc:oracle:(?:thin|oci):|(?:sqlplus|sqlldr|expdp|impdp|rman)(?:[ \t]+-\w+)*[ \t]+)[^\s/@:"']+\/)([^\s/@"'\\]+)(?=@)/gi], // Oracle's `user/password@` (a JDBC thin or OCI URL, `sqlplus`'s logon): the password.
@@ -553,19 +581,27 @@ const RULES: Readonly<Record<string, RegExp | [RegExp | readonly RegExp[], Pick?
   "secret-option": [/(?<![\w-])(--?(?<name>[A-Za-z][\w-]*)[ \t]+)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g, (v, { name }) => secretName(name!) && secretValue(v, false) ? v : undefined], // A secret-named command-line option and the value after a blank (`--secret-key …`, `-auth user:…`).
   "login-call": [/(?<![\w-])((?:[A-Za-z]*(?:Basic|Digest)Auth|log_?[io]n|sign_?in|authenticate|auth[ \t]*=)[ \t]*\([ \t]*(?:"[^"\r\n\\]*"|'[^'\r\n\\]*'|[\w.]+)[ \t]*,[ \t]*["'])(?!\/)([^\s"'\\]{1,200})(?=["'][ \t]*[),])/gi, valued(false)], // A login call's password, its second argument after a user name: `ftp.login("admin", "…")`, `auth=("user", "…")`.
   "vault-kv": (text, hide = plain) => text.replace(VAULT_KV, (line) => line.replace(KV_PAIR, (m, head: string, value: string) => !/^[@-]/.test(value) && secretValue(value, true) ? head + hide(value) : m)), // `vault kv put|patch`'s `key=value` pairs: every value a secret (not `@file`, not `-`: stdin).
-  "named-value": [/(?<![\w.-])((?<name>[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+|[a-z]+(?:[A-Z][a-z0-9]*)+)[ \t]+)([\w+/=~.-]{8,})(?![\w+/=~.-])/g, (v, { name }) => secretName(name!) && randomRun(v) ? v : undefined], // A key-like name (`snake_case`, `kebab-case`, `camelCase`), a blank, a generated-looking value: a table's row or a config command's pair.
+  "named-value": [/(?<![\w.-])((?<name>[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+|[a-z]+(?:[A-Z][a-z0-9]*)+)[ \t]+(?:\|[ \t]*)?)([\w+/=~.-]{8,})(?![\w+/=~.-])/g, (v, { name }) => secretName(name!) && randomRun(v) ? v : undefined], // A key-like name (`snake_case`, `kebab-case`, `camelCase`), a blank, a generated-looking value: a table's row or a config command's pair.
   "here-string": (text, hide = plain) => text.replace(HERE_STRING, (m, value: string, at: number) => { // bash's `<<< …`: a command's input that names a secret before it
     const command = text.slice(Math.max(0, at - 200), at).split(/\\n|[\n;|&"]/).at(-1)!; // since the line's or the command's start
     return (SECRET_HINT_WORD.test(command) || /\bssh-add\b|\bsudo[ \t](?:.*[ \t])?(?:-[A-Za-z]*S|--stdin)\b/.test(command)) && secretValue(value, true) ? m.slice(0, -value.length) + hide(value) : m;
   }),
   "curl-cookie": (text, hide = plain) => text.replace(CURL_COOKIE, (_m, head, _q, pairs) => head + redactCookies(pairs, false, hide)), // curl's `-b`/`--cookie` with `name=value` pairs (not a cookie file), quoted or not.
-  "config-set": [/\b((?:setx|set(?:[ \t]+-[A-Za-z]+)+|launchctl[ \t]+setenv|(?:npm|yarn|pnpm)[ \t]+config[ \t]+set|aws[ \t]+configure[ \t]+set|git[ \t]+config(?:[ \t]+--(?:global|local|system))?|(?<gh>gh[ \t]+secret[ \t]+set))[ \t]+("?)(?<name>[^\s"=]+)\3(?:[ \t]+(?:-b|--body))?[ \t]+)('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g, (v, { gh, name }) => (gh || secretName(name!)) && secretValue(v, true) ? v : undefined], // A command that sets a named value (fish's `set -x` too; `gh secret set`, whose every value is a secret).
-  "quoted-argument": [[/(?<![\w-])(["'](?<name>[A-Za-z_][\w.-]*)["'][ \t]*,[ \t]*(["']))([^"'\r\n\\]{1,200})(?=\3[ \t]*[),\]])/g, /(?<![\w-])((?<name>[A-Za-z_]\w*)[ \t]*\([ \t]*(["']))([^"'\r\n\\]{1,200})(?=\3[ \t]*\))/g], (v, { name }) => secretName(name!) && secretValue(v, false) ? v : undefined], // `Setenv("DB_PASSWORD", "…")`, `setPassword("…")`
+  "config-set": [/\b((?:setx|set(?:[ \t]+-[A-Za-z]+)+|launchctl[ \t]+setenv|(?:npm|yarn|pnpm)[ \t]+config[ \t]+set|aws[ \t]+configure[ \t]+set|git[ \t]+config(?:[ \t]+--(?:global|local|system))?|(?<gh>gh[ \t]+secret[ \t]+set|dotnet[ \t]+user-secrets[ \t]+set))[ \t]+(\\?"?)(?<name>[^\s"=\\]+)\3(?:[ \t]+(?:-b|--body))?[ \t]+)(\\"[^"\r\n]*\\"|'[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\]+)/g, (v, { gh, name }) => (gh || secretName(name!)) && secretValue(v, true) ? v : undefined], // A command that sets a named value (fish's `set -x` too; `gh secret set`, whose every value is a secret).
+  "quoted-argument": [[/(?<![\w-])(\\?["'](?<name>[A-Za-z_][\w.-]*)\\?["'][ \t]*,[ \t]*(\\?["']))([^"'\r\n\\]{1,200})(?=\3[ \t]*[),\]])/g, /(?<![\w-])((?<name>[A-Za-z_]\w*)[ \t]*\([ \t]*(\\?["']))([^"'\r\n\\]{1,200})(?=\3[ \t]*\))/g], (v, { name }) => secretName(name!) && secretValue(v, false) ? v : undefined], // `Setenv("DB_PASSWORD", "…")`, `setPassword("…")`
+  "terraform-sensitive": [/(\\?"sensitive\\?"[ \t]*:[ \t]*true[ \t]*,[^{}]{0,300}?\\?"value\\?"[ \t]*:[ \t]*\\?")([^"\\\r\n]{1,400})(?=\\?")/g, valued(true)], // what `terraform output -json` marks sensitive
+  "name-value": [[/(\bname:[ \t]*(\\?["']?)(?<name>[\w.-]+)\2[ \t]*(?:\r?\n|(?:\\r)?\\n)[ \t]*(?:-[ \t]+)?value:[ \t]*)("[^"\r\n]*"|'[^'\r\n]*'|\\"[^"\r\n]*\\"|[^\s"'#\\]+)/g, /(\\?"name\\?"[ \t]*:[ \t]*\\?"(?<name>[\w.-]+)\\?"[ \t]*,[ \t]*\\?"value\\?"[ \t]*:[ \t]*\\?")([^"\\\r\n]{1,200})(?=\\?")/g], (v, { name }) => secretName(name!) && secretValue(v, true) ? v.replace(/^\\?(["'])(.*)\\?\1$/, "$2") : undefined], // a list of `name:`/`value:` pairs (a Kubernetes container's env, an ECS task's `{"name", "value"}`)
+  "variable-default": [/(\$\{(?<name>[A-Za-z_][\w.]*):-?)([^-}\s"'$\\][^}\s"'$\\]{0,199})(?=\})/g, (v, { name }) => secretName(name!) && secretValue(v, true) ? v : undefined], // the default of a secret's variable: the shell's `${DB_PASSWORD:-…}`, Spring's `${DB_PASSWORD:…}`
+  "c-define": [/(#[ \t]*define[ \t]+(?<name>\w+)[ \t]+(\\?"))([^"\r\n\\]{1,200})(?=\3)/g, (v, { name }) => secretName(name!) && secretValue(v, true) ? v : undefined], // C's `#define WIFI_PASSWORD "…"`
   "xml-element": [XML_SECRETS, (raw, { name }) => secretName(name!) && secretValue(raw.trim(), false) ? raw.trim() : undefined],
   "expect-send": (text, hide = plain) => text.replace(EXPECT_SEND, (m, head: string, value: string, tail: string, at: number) => { // expect's `send "…\\r"` answering a password prompt
     const prompt = text.slice(Math.max(0, at - 200), at).split(/\bexpect\b/).at(-1)!; // since the last `expect`
     return /assword|passphrase|passcode|secret|token|\bpin\b/i.test(prompt) && secretValue(value, true) ? head + hide(value) + tail : m;
   }),
+  "mail-pass": (text, hide = plain) => text.replace(MAIL_PASS, (m, head: string, value: string, at: number) => // FTP's and POP3's `PASS …` on its line after a `USER` line (Jest's `PASS src/x.test.ts` has none)
+    USER_LINE.test(text.slice(Math.max(0, at - 400), at)) && secretValue(value, true) ? head + hide(value) : m),
+  "printed-secret": (text, hide = plain) => text.replace(PRINTED, (m, head: string, line: string, value: string) => // the line a command that prints a secret printed (`op read op://…/password`), the command in the same text
+    printsSecret(line) && secretValue(value, true) ? head + hide(value) : m),
   "storage-account-key": (text, hide = plain) => text.replace(STORAGE_KEY, (m, head: string, key: string, at: number) => { // `az storage account keys list`: a 64-byte base64 `value` beside a `keyName`
     const [before, after] = [text.slice(Math.max(0, at - 400), at), text.slice(at, at + m.length + 400)];
     return /keyName/.test(before.slice(before.lastIndexOf("{") + 1) + after.slice(0, after.indexOf("}") >>> 0)) ? head + hide(key) : m;
@@ -585,6 +621,30 @@ const [VAULT_KV, KV_PAIR] = [
 ];
 const SMTP_AUTH =
   /\b(AUTH[ \t]+PLAIN[ \t]+|334[ \t]+UGFzc3dvcmQ6[ \t]*\r?\n[ \t]*)([A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])/gi;
+const MAIL_PASS = /(?<![^\r\n])((?:[<>] |C: |---> )?PASS[ \t]+)([^\s"'\\]+)/gi;
+const USER_LINE = /(?:^|[\r\n"]|\\n)(?:[<>] |C: |---> )?USER[ \t]+[^\s\\]+[ \t]*(?:\r?\n|(?:\\r)?\\n)/i;
+const PRINTED =
+  /\b((?<line>(?:op|security|bw|gopass|pass|vault|gcloud|aws|az|doppler|heroku)[ \t](?:[^\r\n|;&>\\]|\\(?![nr])){0,300})(?:\r?\n|(?:\\r)?\\n)[ \t]*)([^\s"'`\\]+)(?=[ \t]*(?:\r?\n|\\[rn]|\\?"|$))/g;
+/** Commands that print a secret alone; one with a `field` group only when it names a secret. */
+// deno-fmt-ignore: one command a line
+const PRINTS_SECRET: readonly RegExp[] = [
+  /^op[ \t]+read[ \t]+["']?op:\/\/\S*\/(?<field>[^\s/?'"]+)/,
+  /^op[ \t]+item[ \t]+get\b.*[ \t]--fields?(?:[ \t]+|=)["']?(?:label=|type=)?(?<field>[^\s,'"]+)/,
+  /^security[ \t]+find-(?:generic|internet)-password\b.*[ \t]-w(?![\w-])/,
+  /^bw[ \t]+get[ \t]+(?:password|totp)\b/,
+  /^(?:go)?pass[ \t]+show\b/,
+  /^vault[ \t]+(?:kv[ \t]+get|read)\b.*[ \t]-field=["']?(?<field>[^\s'"]+)/,
+  /^gcloud[ \t]+secrets[ \t]+versions[ \t]+access\b/,
+  /^aws[ \t]+secretsmanager[ \t]+get-secret-value\b.*[ \t]--output[ \t=]+text\b/,
+  /^az[ \t]+keyvault[ \t]+secret[ \t]+show\b.*[ \t](?:-o|--output)[ \t=]+tsv\b/,
+  /^doppler[ \t]+secrets[ \t]+get\b.*[ \t]--plain\b/,
+  /^heroku[ \t]+config:get[ \t]+(?<field>[^\s'"]+)/,
+];
+const printsSecret = (line: string) =>
+  PRINTS_SECRET.some((re) => {
+    const m = re.exec(line);
+    return m !== null && (m.groups?.field === undefined || secretName(m.groups.field));
+  });
 const HERE_STRING = /<<<[ \t]*('[^'\r\n]*'|"[^"\r\n]*"|[^\s"'`\\|;&]+)/g;
 /** Every credential rule by name, in the order they run. */
 export const CREDENTIAL_RULES: Readonly<Record<string, Rule>> = Object.fromEntries(

@@ -140,7 +140,7 @@ const ROOT = await Deno.makeTempFile().then(async (f) => {
 
 Deno.test({
   name:
-    "resolvePeer: a .git another user owns (a shared /tmp's) is no repository, as git's safe.directory has it",
+    "resolvePeer: a .git another user than the cwd's owns (a shared /tmp's) is no repository; a drive's is one",
   ignore: !ROOT,
   async fn() {
     await using dir = await tempDir();
@@ -154,5 +154,7 @@ Deno.test({
     await Deno.chown(`${dir.path}/.git`, 65534, 65534);
     const peer = await resolvePeer(`${dir.path}/work`, opts);
     assertEquals([peer.source, peer.peerId], ["cwd", `${dir.path}/work`.replace(/[^A-Za-z0-9]/g, "-")]);
+    await Deno.chown(`${dir.path}/work`, 65534, 65534); // a drive another user owns, the cwd's too
+    assertEquals((await resolvePeer(`${dir.path}/work`, opts)).source, "git-remote", "a drive: followed");
   },
 });
