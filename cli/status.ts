@@ -265,8 +265,8 @@ function sessionLines(s: SessionStatus, now: number, url: string): string[] {
   const { prompts: p, captures: c, queue: q, rejected: r, lastError: e, uncommitted: u } = s;
   const lines = [
     `  ${s.kimiSessionId} — ${s.lastActivity ? ago(s.lastActivity, now) : "no hook run in the ledger"}`,
-    `    prompts ${p.seen}: ${plural(p.injected, "memory", "memories")} injected, ` +
-    `${p.suppressed} left out as repeats${
+    `    prompts ${p.seen}: ${plural(p.injected, "memory", "memories")} injected` +
+    `${p.suppressed ? `, ${p.suppressed} left out as repeats` : ""}${
       p.lastPath ? ` (${LAST_RECALL[p.lastPath] ?? `last via ${p.lastPath}`})` : ""
     }`,
     `    ${capturedWords(c)}`,

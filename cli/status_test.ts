@@ -130,13 +130,20 @@ Deno.test("status text: how the last prompt's recall went, in words (a failed on
     status.sessions[0].prompts.lastPath = lastPath;
     return renderStatus(status, NOW).split("\n").find((l) => l.startsWith("    prompts "));
   };
-  const head = "    prompts 1: 1 memory injected, 0 left out as repeats";
+  const head = "    prompts 1: 1 memory injected";
   assertEquals(said("context"), `${head} (last via context)`);
   assertEquals(said("failed"), `${head} (last recall failed)`);
   assertEquals(said("paused"), `${head} (last recall paused)`);
   assertEquals(said("none"), `${head} (last asked nothing)`);
   assertEquals(said("reused"), `${head} (last reused its recall)`);
   assertEquals(said("skipped"), `${head} (last too short to ask)`);
+});
+
+Deno.test("status text: repeats left out are counted when there were some, a zero clause is not printed", () => {
+  const status = statusWith([MID]);
+  status.sessions[0].prompts.suppressed = 2;
+  const line = renderStatus(status, NOW).split("\n").find((l) => l.startsWith("    prompts "));
+  assertEquals(line, "    prompts 1: 1 memory injected, 2 left out as repeats");
 });
 
 /** A prompt's ledger entry that injected one memory. */
