@@ -66,7 +66,9 @@ export function renderShown(s: inspect.Shown, now: number): string[] {
     );
   }
   if (s.unknown) lines.push(`- unknown: ${s.unknown}`);
-  else if (!s.origins.length) {
+  else if (!s.diffsRead) {
+    lines.push("- no memory diff could be read from the server: which commit made it is unknown");
+  } else if (!s.origins.length) {
     lines.push(
       `- no commit among the newest ${s.diffsRead} memory diffs names it: it was written directly (an ` +
         "import, the remember tool, another client) or by an older commit",

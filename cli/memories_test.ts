@@ -104,6 +104,13 @@ Deno.test("a memory shown: its text whole, each commit it came from, and what ca
   // One turn id, and no commit naming the memory: tests/cli/memories_command_test.ts's `memories show`.
   const unasked = renderShown({ ...base, origins: [], unknown: "the sessions' memory diffs: boom" }, NOW);
   assertEquals(unasked.at(-1), "- unknown: the sessions' memory diffs: boom");
+  // No diff read at all: never "the newest 0 memory diffs".
+  const none = renderShown({ ...base, origins: [], diffsRead: 0 }, NOW).join(" ");
+  assertStringIncludes(
+    none,
+    "- no memory diff could be read from the server: which commit made it is unknown",
+  );
+  assertTrue(!/\b0 memory diffs/.test(none), none);
 });
 
 Deno.test("memories' advice: no capture-queue words; a 403 that is no key refusal is access denied to the URI", () => {
