@@ -122,7 +122,10 @@ async function readPack(path: string): Promise<Uint8Array | string> {
     : `${path} is not a pack of your memories (every entry under memories/)`;
 }
 
-/** `openviking-kimi memories`: exit 0; 1 the server or a file failed; 2 a wrong command line; 3, 4 as above. */
+/**
+ * `openviking-kimi memories`: exit 0; 1 the server failed or a file was not written; 2 a wrong command line
+ * or import file; 3, 4 as above.
+ */
 export async function memoriesCommand(
   o: { action?: string; arg?: string; search?: string; cwd?: string; json: boolean },
   env = processEnv(),
