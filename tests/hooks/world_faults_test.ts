@@ -54,11 +54,8 @@ for (const [name, fault, kind] of KINDS) {
     w.fake.fault(fault);
     const st = await w.hook("stop");
     assertEquals([w.stored().length, (await queuedMessages(w.pending)).length], [0, 6]);
-    assertEquals([st.lastCapture?.queued, st.lastCapture?.rejected, st.lastCapture?.cause?.kind], [
-      6,
-      0,
-      kind,
-    ]);
+    const last = st.lastCapture;
+    assertEquals([last?.queued, last?.rejected, last?.cause?.kind], [6, 0, kind]);
     assertEquals((await ourQueue(w.pending)).at(-1)?.kind, "commit", "the commit waits behind its messages");
     w.fake.fault(fault);
     const { captures, server } = (await doctorChecks(w.env)).checks;
@@ -161,11 +158,8 @@ Deno.test("world: writes queued under coder's key never go with another user's k
   const from = w.fake.requests.length;
   const r = await w.cli("replay");
   const sent = w.fake.requests.slice(from).filter((q) => q.path.startsWith("/api/v1/sessions"));
-  assertEquals(
-    [sent.length, w.stored(), (await queuedMessages(w.pending)).length],
-    [0, [], 2],
-    "none with bo's key",
-  );
+  const left = (await queuedMessages(w.pending)).length;
+  assertEquals([sent.length, w.stored(), left], [0, [], 2], "none with bo's key");
   for (const out of [r.stderr, (await w.cli("status")).stdout]) {
     assertTrue(out.includes("OPENVIKING_API_KEY=<acme/coder's key> "), out);
   }
@@ -210,10 +204,7 @@ Deno.test("world: doctor and replay never print a key the server quotes back, no
     for (const args of [["doctor"], ["doctor", "--json"], ["replay"]]) {
       const r = await w.cli(...args);
       const out = `${r.stdout}${r.stderr}`;
-      assertTrue(
-        !out.includes(key) && !out.includes("someone:"),
-        `${args.join(" ")} printed the key or user info`,
-      );
+      assertTrue(!out.includes(key) && !out.includes("someone:"), `${args.join(" ")} printed a key`);
     }
   }
 });
